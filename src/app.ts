@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bodyParser } from '@koa/bodyparser';
+import Router from '@koa/router';
+import { Redis } from 'ioredis';
+import Koa, { type Context, type Next } from 'koa';
+import mount from 'koa-mount';
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { createRedisAdapter } from '../adapters/redis.js';
+import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
+import type { Config } from './config.js';
+import { createDb, migrateLatest } from './db/knex.js';
+import type { Logger } from './log.js';
+import { createProvider } from './provider/index.js';
+import { loadOrCreateKeys } from './provider/keys.js';
+import { interactionRoutes } from './interactions/routes.js';
+import { accountRoutes } from './web/account-routes.js';
+import { loadCurrentUser, type WebDeps } from './web/context.js';
+import { csrfProtection } from './web/csrf.js';
+import { webErrors } from './web/errors.js';
+import { renderPage } from './web/render.js';
+import { SiteSessions } from './web/session.js';
+import { groupRoutes } from './web/group-routes.js';
+
+export interface Idp {
+  app: Koa;
+  db: Knex;
+  redis: Redis | undefined;
+  provider: Provider;
+  close(): Promise<void>;
+}
+
+export interface IdpOptions {
+  logger: Logger;
+  /** Redis key prefix; tests give each run its own. */
+  redisKeyPrefix?: string;
+}
+
+const STATIC = join(fileURLToPath(new URL('.', import.meta.url)), '../views/static');
+const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
+  '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
+  '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },
+};
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Every response carries an X-Request-Id (the caller's, if sane), and every log line of the request names it. */
+function requestLog(logger: Logger) {
+  return async function logRequest(ctx: Context, next: Next): Promise<void> {
+    const incoming = ctx.get('x-request-id');
+    const id = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = id;
+    ctx.state.log = logger.child({ reqId: id });
+    ctx.set('X-Request-Id', id);
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      // The path only: query strings may carry codes and secrets (the seed's token request does).
+      ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+    }
+  };
+}
+
+function securityHeaders(ctx: Context, next: Next): Promise<void> {
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  return next();
+}
+
+/** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
+export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
+  const { logger } = options;
+  const db = createDb(config.databaseUrl);
+  await migrateLatest(db);
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
+    : undefined;
+  redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  const keys = await loadOrCreateKeys(db);
+  const secure = config.issuer.startsWith('https://');
+
+  const onFault = (err: unknown, ctx?: Context) =>
+    (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
+
+  const provider = createProvider({
+    config,
+    db,
+    keys,
+    modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
+    renderError: (ctx, status, title, message) => {
+      ctx.type = 'html';
+      ctx.status = status;
+      ctx.body = renderPage('error', { title, message, status });
+    },
+    onError: (err) => onFault(err),
+  });
+
+  const sessions = new SiteSessions(provider, secure);
+  const deps: WebDeps = { config, db, sessions };
+
+  const app = new Koa();
+  app.proxy = secure;
+  app.use(requestLog(logger));
+  app.use(securityHeaders);
+
+  const system = new Router();
+  system.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  system.get('/readyz', async (ctx) => {
+    const checks: Record<string, string> = {};
+    const timeout = <T>(p: Promise<T>) =>
+      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
+    checks.database = await timeout(db.raw('select 1')).then(() => 'ok', () => 'unreachable');
+    if (redis) checks.redis = await timeout(redis.ping()).then(() => 'ok', () => 'unreachable');
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ok' : 'unavailable', checks };
+  });
+  system.get('/static/:file', (ctx) => {
+    const file = STATIC_FILES[ctx.path];
+    if (!file) return;
+    ctx.type = file.type;
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.body = file.body;
+  });
+  app.use(system.routes());
+
+  // Pages: forms parsed here only, never on the provider's routes (it reads its own bodies).
+  const web = new Router();
+  web.use(webErrors(onFault));
+  web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
+  web.use(csrfProtection(secure));
+  web.use(loadCurrentUser(deps));
+  for (const routes of [accountRoutes(deps), groupRoutes(deps), interactionRoutes({ ...deps, provider })]) {
+    web.use(routes.routes(), routes.allowedMethods());
+  }
+  app.use(mountWhenMatched(web));
+
+  app.use(mount(provider));
+
+  // Expired oidc-provider rows are removed in the background when they live in SQL (Redis expires its own).
+  const pruner = redis
+    ? undefined
+    : setInterval(() => {
+        pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
+      }, 10 * 60 * 1000).unref();
+
+  return {
+    app,
+    db,
+    redis,
+    provider,
+    async close() {
+      if (pruner) clearInterval(pruner);
+      redis?.disconnect();
+      await db.destroy();
+    },
+  };
+}
+
+/** Runs the page router only for paths it knows, so everything else falls through to the provider. */
+function mountWhenMatched(router: Router) {
+  const routes = router.routes();
+  return async function pages(ctx: Context, next: Next): Promise<void> {
+    if (!router.match(ctx.path, ctx.method).route) return next();
+    await routes(ctx as never, next);
+  };
+}

@@ -1,0 +1,104 @@
+import type { Knex } from 'knex';
+
+export interface AppRow {
+  id: number;
+  client_id: string;
+  group_id: number;
+  name: string;
+  homepage_url: string;
+  description: string;
+  callback_url: string;
+  created_at: string | Date;
+  updated_at: string | Date;
+}
+
+export interface SecretRow {
+  id: number;
+  app_id: number;
+  digest: string;
+  last_four: string;
+  created_at: string | Date;
+  last_used_at: string | Date | null;
+}
+
+export function findAppByClientId(db: Knex, clientId: string): Promise<AppRow | undefined> {
+  return db('oauth_apps').where({ client_id: clientId }).first();
+}
+
+/** The client and its secrets' digests in one round trip: this runs on every token request. */
+export async function findClientWithSecrets(
+  db: Knex,
+  clientId: string,
+): Promise<{ app: AppRow; secrets: Array<Pick<SecretRow, 'id' | 'digest'>> } | undefined> {
+  const rows = await db('oauth_apps as a')
+    .leftJoin('oauth_app_secrets as s', 's.app_id', 'a.id')
+    .where('a.client_id', clientId)
+    .select('a.*', 's.id as secret_id', 's.digest as secret_digest');
+  if (!rows.length) return undefined;
+  const { secret_id: _id, secret_digest: _digest, ...app } = rows[0];
+  const secrets = rows
+    .filter((r) => r.secret_id !== null)
+    .map((r) => ({ id: Number(r.secret_id), digest: String(r.secret_digest) }));
+  return { app: app as AppRow, secrets };
+}
+
+export function listSecrets(db: Knex, appId: number): Promise<SecretRow[]> {
+  return db('oauth_app_secrets').where({ app_id: appId }).orderBy('id', 'asc');
+}
+
+export async function insertApp(
+  db: Knex,
+  app: Omit<AppRow, 'id' | 'created_at' | 'updated_at'> & { created_by: number | null; at: string },
+): Promise<AppRow> {
+  const { at, ...fields } = app;
+  const [row] = await db('oauth_apps').insert({ ...fields, created_at: at, updated_at: at }).returning('*');
+  return row as AppRow;
+}
+
+export async function updateApp(
+  db: Knex,
+  id: number,
+  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url'> & { at: string },
+): Promise<void> {
+  const { at, ...rest } = fields;
+  await db('oauth_apps').where({ id }).update({ ...rest, updated_at: at });
+}
+
+export async function deleteApp(db: Knex, id: number): Promise<void> {
+  await db('oauth_apps').where({ id }).delete();
+}
+
+export async function insertSecret(
+  db: Knex,
+  secret: { appId: number; digest: string; lastFour: string; at: string },
+): Promise<SecretRow> {
+  const [row] = await db('oauth_app_secrets')
+    .insert({ app_id: secret.appId, digest: secret.digest, last_four: secret.lastFour, created_at: secret.at })
+    .returning('*');
+  return row as SecretRow;
+}
+
+export async function deleteSecret(db: Knex, appId: number, secretId: number): Promise<number> {
+  return db('oauth_app_secrets').where({ app_id: appId, id: secretId }).delete();
+}
+
+export async function countSecrets(db: Knex, appId: number): Promise<number> {
+  const row = await db('oauth_app_secrets').where({ app_id: appId }).count({ n: '*' }).first();
+  return Number((row as { n: number | string } | undefined)?.n ?? 0);
+}
+
+export async function touchSecret(db: Knex, secretId: number, at: string): Promise<void> {
+  await db('oauth_app_secrets').where({ id: secretId }).update({ last_used_at: at });
+}
+
+export async function pageAppsOfGroup(
+  db: Knex,
+  groupId: number,
+  page: { limit: number; offset: number },
+): Promise<{ total: number; items: AppRow[] }> {
+  const [items, count] = await Promise.all([
+    db('oauth_apps').where({ group_id: groupId }).orderBy('id', 'asc').limit(page.limit).offset(page.offset),
+    db('oauth_apps').where({ group_id: groupId }).count({ n: '*' }).first(),
+  ]);
+  return { total: Number((count as { n: number | string } | undefined)?.n ?? 0), items };
+}

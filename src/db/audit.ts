@@ -1,0 +1,42 @@
+import type { Knex } from 'knex';
+
+export interface AuditEvent {
+  groupId: number | null;
+  actorId: number | null;
+  action: string;
+  target: string;
+  details?: Record<string, unknown>;
+  ip: string | null;
+}
+
+export interface AuditRow {
+  id: number;
+  action: string;
+  target: string;
+  details: string;
+  ip: string | null;
+  created_at: string | Date;
+  actor_username: string | null;
+}
+
+/** Written in the same transaction as the change it records: no change without its trace. */
+export async function recordAudit(db: Knex, event: AuditEvent, at: string): Promise<void> {
+  await db('audit_events').insert({
+    group_id: event.groupId,
+    actor_id: event.actorId,
+    action: event.action,
+    target: event.target,
+    details: JSON.stringify(event.details ?? {}),
+    ip: event.ip,
+    created_at: at,
+  });
+}
+
+export function listAudit(db: Knex, groupId: number, limit = 200): Promise<AuditRow[]> {
+  return db('audit_events as a')
+    .leftJoin('users as u', 'u.id', 'a.actor_id')
+    .where('a.group_id', groupId)
+    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'u.username as actor_username')
+    .orderBy('a.id', 'desc')
+    .limit(limit);
+}

@@ -1,0 +1,56 @@
+import type { Knex } from 'knex';
+
+export interface UserGrantRow {
+  user_id: number;
+  client_id: string;
+  grant_id: string;
+  scopes: string;
+  created_at: string | Date;
+  last_used_at: string | Date | null;
+}
+
+export function findUserGrant(db: Knex, userId: number, clientId: string): Promise<UserGrantRow | undefined> {
+  return db('user_grants').where({ user_id: userId, client_id: clientId }).first();
+}
+
+/** One row per user and application: a new consent replaces the grant it points at. */
+export async function saveUserGrant(
+  db: Knex,
+  grant: { userId: number; clientId: string; grantId: string; scopes: string; at: string },
+): Promise<void> {
+  await db('user_grants')
+    .insert({
+      user_id: grant.userId,
+      client_id: grant.clientId,
+      grant_id: grant.grantId,
+      scopes: grant.scopes,
+      created_at: grant.at,
+      last_used_at: grant.at,
+    })
+    .onConflict(['user_id', 'client_id'])
+    .merge(['grant_id', 'scopes', 'last_used_at']);
+}
+
+export function listUserGrants(db: Knex, userId: number) {
+  return db('user_grants as ug')
+    .join('oauth_apps as a', 'a.client_id', 'ug.client_id')
+    .join('groups as g', 'g.id', 'a.group_id')
+    .where('ug.user_id', userId)
+    .select('ug.client_id', 'ug.grant_id', 'ug.scopes', 'ug.created_at', 'ug.last_used_at', 'a.name as app_name', 'a.homepage_url', 'g.name as group_name')
+    .orderBy('ug.created_at', 'desc');
+}
+
+export async function deleteUserGrant(db: Knex, userId: number, clientId: string): Promise<UserGrantRow | undefined> {
+  const row = await findUserGrant(db, userId, clientId);
+  if (row) await db('user_grants').where({ user_id: userId, client_id: clientId }).delete();
+  return row;
+}
+
+export async function grantIdsOfClient(db: Knex, clientId: string): Promise<string[]> {
+  const rows = await db('user_grants').where({ client_id: clientId }).select('grant_id');
+  return rows.map((r: { grant_id: string }) => r.grant_id);
+}
+
+export async function touchUserGrant(db: Knex, grantId: string, at: string): Promise<void> {
+  await db('user_grants').where({ grant_id: grantId }).update({ last_used_at: at });
+}

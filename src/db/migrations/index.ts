@@ -1,0 +1,21 @@
+import type { Knex } from 'knex';
+import * as initial from './0001_initial.js';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Migrations are listed here rather than discovered on disk, so they run the same under tsx,
+ * in tests and from the CLI, on SQLite and PostgreSQL alike.
+ */
+const migrations: Record<string, Migration> = {
+  '0001_initial': initial,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+
+export interface UserRow {
+  id: number;
+  username: string;
+  email: string;
+  name: string;
+  password_hash: string;
+  created_at: string | Date;
+  updated_at: string | Date;
+}
+
+const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'created_at', 'updated_at'];
+
+export function findUserById(db: Knex, id: number): Promise<UserRow | undefined> {
+  return db('users').where({ id }).first(COLUMNS);
+}
+
+export function findUserByUsername(db: Knex, username: string): Promise<UserRow | undefined> {
+  return db('users').where({ username_key: username.toLowerCase() }).first(COLUMNS);
+}
+
+/** Sign-in accepts a username or an email; an "@" can only be in an email. */
+export function findUserByLogin(db: Knex, login: string): Promise<UserRow | undefined> {
+  const key = login.trim().toLowerCase();
+  const column = key.includes('@') ? 'email_key' : 'username_key';
+  return db('users').where({ [column]: key }).first(COLUMNS);
+}
+
+export async function insertUser(
+  db: Knex,
+  user: { username: string; email: string; name: string; passwordHash: string; at: string },
+): Promise<UserRow> {
+  const [row] = await db('users')
+    .insert({
+      username: user.username,
+      username_key: user.username.toLowerCase(),
+      email: user.email,
+      email_key: user.email.toLowerCase(),
+      name: user.name,
+      password_hash: user.passwordHash,
+      created_at: user.at,
+      updated_at: user.at,
+    })
+    .returning(COLUMNS);
+  return row as UserRow;
+}
+
+export async function userTakenField(db: Knex, username: string, email: string): Promise<'username' | 'email' | null> {
+  const row = await db('users')
+    .select('username_key', 'email_key')
+    .where({ username_key: username.toLowerCase() })
+    .orWhere({ email_key: email.toLowerCase() })
+    .first();
+  if (!row) return null;
+  return row.username_key === username.toLowerCase() ? 'username' : 'email';
+}

@@ -1,0 +1,56 @@
+/**
+ * Typed errors of our own surfaces (pages, API, CLI). `expose` errors carry a message meant for the
+ * person or program that sent the request; anything else is a fault, logged and shown as a 500
+ * without detail. Protocol errors of the OAuth endpoints are oidc-provider's own.
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly expose = true;
+  /** The input field the error is about, so a form can show it next to that field. */
+  readonly field: string | undefined;
+
+  constructor(status: number, code: string, message: string, field?: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.field = field;
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(field: string, message: string) {
+    super(400, 'invalid_request', message, field);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(field: string, message: string) {
+    super(409, 'conflict', message, field);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = 'not found') {
+    super(404, 'not_found', message);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = 'you are not allowed to do this') {
+    super(403, 'forbidden', message);
+  }
+}
+
+export class UnauthenticatedError extends AppError {
+  constructor(message = 'sign in first') {
+    super(401, 'unauthenticated', message);
+  }
+}
+
+/** Storage (database or Redis) is unreachable: a 503, and the service recovers when it returns. */
+export class UnavailableError extends AppError {
+  constructor(message = 'storage is unavailable, try again shortly') {
+    super(503, 'temporarily_unavailable', message);
+  }
+}

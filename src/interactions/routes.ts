@@ -1,0 +1,112 @@
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { errors as oidcErrors } from 'oidc-provider';
+import { findAppByClientId } from '../db/apps.js';
+import { findGroupById } from '../db/groups.js';
+import { saveUserGrant } from '../db/grants.js';
+import { now } from '../db/time.js';
+import { AppError, NotFoundError } from '../errors.js';
+import { isScope, SCOPES } from '../provider/scopes.js';
+import { authenticate } from '../services/users.js';
+import { formFields, type WebDeps } from '../web/context.js';
+import { render } from '../web/render.js';
+
+/**
+ * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
+ * does: interactionDetails → prompt.name → interactionFinished. Pages are never cached.
+ */
+export function interactionRoutes(deps: WebDeps & { provider: Provider }): Router {
+  const { provider, db } = deps;
+  const router = new Router({ prefix: '/interaction/:uid' });
+
+  router.use(async function expiredInteraction(ctx: Context, next: Next) {
+    try {
+      await next();
+    } catch (err) {
+      if (err instanceof oidcErrors.SessionNotFound) {
+        throw new AppError(400, 'interaction_expired', 'This sign-in request has expired or was already completed. Go back to the application and start again.');
+      }
+      throw err;
+    }
+  });
+
+  async function details(ctx: Context) {
+    const found = await provider.interactionDetails(ctx.req, ctx.res);
+    if (found.uid !== ctx.params.uid) throw new NotFoundError('no such sign-in request');
+    return found;
+  }
+
+  async function consentPage(ctx: Context, interaction: Awaited<ReturnType<typeof details>>) {
+    const clientId = String(interaction.params.client_id);
+    const app = await findAppByClientId(db, clientId);
+    if (!app) throw new NotFoundError('this application no longer exists');
+    const group = await findGroupById(db, app.group_id);
+    const requested = String(interaction.params.scope ?? '').split(' ').filter(isScope);
+    render(ctx, 'consent', {
+      title: `Authorize ${app.name}`,
+      uid: interaction.uid,
+      app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName: group?.name ?? '' },
+      scopes: requested.map((scope) => ({ scope, description: SCOPES[scope] })),
+    });
+  }
+
+  router.get('/', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction.prompt.name === 'login') {
+      render(ctx, 'login', { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '' });
+      return;
+    }
+    await consentPage(ctx, interaction);
+  });
+
+  router.post('/login', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
+    const form = formFields(ctx);
+    const user = await authenticate(db, form.login ?? '', form.password ?? '');
+    if (!user) {
+      render(ctx, 'login', {
+        title: 'Sign in',
+        action: `/interaction/${interaction.uid}/login`,
+        returnTo: '',
+        values: { login: form.login ?? '' },
+        errors: { login: 'Incorrect username, email or password.' },
+      }, 401);
+      return;
+    }
+    ctx.respond = false;
+    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(user.id) } }, { mergeWithLastSubmission: false });
+  });
+
+  router.post('/confirm', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction.prompt.name !== 'consent') throw new AppError(400, 'invalid_request', 'this sign-in request is not waiting for consent');
+    const accountId = interaction.session!.accountId;
+    const clientId = String(interaction.params.client_id);
+    const grant = interaction.grantId
+      ? (await provider.Grant.find(interaction.grantId)) ?? new provider.Grant({ accountId, clientId })
+      : new provider.Grant({ accountId, clientId });
+    const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    const grantId = await grant.save();
+    // Remembered per user and application, so a later flow in any session skips consent.
+    await saveUserGrant(db, { userId: Number(accountId), clientId, grantId, scopes: grant.getOIDCScope(), at: now() });
+    ctx.respond = false;
+    await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  });
+
+  router.post('/abort', async (ctx) => {
+    await details(ctx);
+    ctx.respond = false;
+    await provider.interactionFinished(
+      ctx.req,
+      ctx.res,
+      { error: 'access_denied', error_description: 'the user declined to authorize the application' },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  return router;
+}

@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { findClientWithSecrets, touchSecret } from '../db/apps.js';
+import { now } from '../db/time.js';
+import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
+
+/**
+ * Clients are the OAuth applications table, read on every lookup (no process cache), so an
+ * edited or deleted application takes effect at once on every instance. The metadata carries
+ * the digests of the active secrets; the plain secrets exist nowhere.
+ */
+const PLACEHOLDER_SECRET = randomBytes(32).toString('base64url');
+
+export function createClientAdapter(db: Knex): Adapter {
+  const unsupported = async (): Promise<never> => {
+    throw new Error('clients are managed in the oauth_apps table, not through the adapter');
+  };
+  return {
+    async find(clientId: string): Promise<AdapterPayload | undefined> {
+      const found = await findClientWithSecrets(db, clientId);
+      if (!found) return undefined;
+      const { app, secrets } = found;
+      return {
+        client_id: app.client_id,
+        // Required by the library for client_secret_basic/post; never compared (see compareClientSecret).
+        client_secret: PLACEHOLDER_SECRET,
+        client_name: app.name,
+        client_uri: app.homepage_url,
+        redirect_uris: [app.callback_url],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+        id_token_signed_response_alg: 'RS256',
+        secret_digests: secrets.map((s) => `${s.id}:${s.digest}`),
+        group_id: app.group_id,
+      } as AdapterPayload;
+    },
+    upsert: unsupported,
+    findByUid: unsupported,
+    findByUserCode: unsupported,
+    consume: unsupported,
+    destroy: unsupported,
+    revokeByGrantId: unsupported,
+  };
+}
+
+const LAST_USE_INTERVAL_MS = 60_000;
+const lastUseWritten = new Map<number, number>();
+
+/**
+ * Replaces the library's plain comparison: the presented secret's SHA-256 is compared with every
+ * active secret's digest in constant time (all of them, match or not), and the matching secret's
+ * last use is recorded at most once a minute per instance, so the token endpoint does not write
+ * on every exchange.
+ */
+export function hashedSecretComparison(db: Knex, onError: (err: unknown) => void) {
+  const decoy = digest('hs_decoy');
+  return async function compareClientSecret(this: { secretDigests?: string[] }, actual: string): Promise<boolean> {
+    const presented = typeof actual === 'string' && isWellFormedToken(actual, 'hs_') ? digest(actual) : decoy;
+    let matchedId: number | undefined;
+    for (const entry of this.secretDigests ?? []) {
+      const [id, stored] = entry.split(':') as [string, string];
+      if (digestEquals(presented, stored) && presented !== decoy) matchedId = Number(id);
+    }
+    if (matchedId === undefined) return false;
+    const last = lastUseWritten.get(matchedId) ?? 0;
+    if (Date.now() - last > LAST_USE_INTERVAL_MS) {
+      lastUseWritten.set(matchedId, Date.now());
+      touchSecret(db, matchedId, now()).catch(onError);
+    }
+    return true;
+  };
+}

@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Config } from '../config.js';
+import { findUserGrant } from '../db/grants.js';
+import { generateToken } from '../tokens.js';
+import { findAccount } from './accounts.js';
+import { createClientAdapter, hashedSecretComparison } from './clients.js';
+import type { ProviderKeys } from './keys.js';
+import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
+import { tokenRequestParams, tokenResponseShape } from './token-endpoint.js';
+
+export const ROUTES = {
+  authorization: '/login/oauth/authorize',
+  token: '/login/oauth/access_token',
+  revocation: '/login/oauth/revoke',
+  introspection: '/login/oauth/introspect',
+  userinfo: '/login/oauth/userinfo',
+  jwks: '/login/oauth/jwks',
+  end_session: '/login/oauth/logout',
+} as const;
+
+const DAY = 24 * 60 * 60;
+export const TTL = {
+  AuthorizationCode: 600,
+  AccessToken: 3600,
+  IdToken: 3600,
+  RefreshToken: 30 * DAY,
+  Interaction: 60 * 60,
+  Session: 14 * DAY,
+  Grant: 365 * DAY,
+};
+
+export interface ProviderDeps {
+  config: Config;
+  db: Knex;
+  keys: ProviderKeys;
+  /** Storage of every model but Client: the SQL adapter, or Redis when REDIS_URL is set. */
+  modelAdapter: (name: string) => Adapter;
+  renderError: (ctx: KoaContextWithOIDC, status: number, title: string, message: string) => void;
+  onError: (err: unknown) => void;
+}
+
+export type { Provider };
+
+export function createProvider(deps: ProviderDeps): Provider {
+  const { config, db, keys } = deps;
+  const clientAdapter = createClientAdapter(db);
+  const secure = config.issuer.startsWith('https://');
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true };
+
+  const configuration: Configuration = {
+    adapter: ((name: string) => (name === 'Client' ? clientAdapter : deps.modelAdapter(name))) as unknown as Configuration['adapter'],
+    clients: [],
+    findAccount: (_ctx, sub) => findAccount(db, sub),
+    claims: {
+      openid: ['sub'],
+      profile: ['preferred_username', 'name'],
+      email: ['email', 'email_verified'],
+    },
+    scopes: Object.keys(SCOPES),
+    responseTypes: ['code'],
+    routes: ROUTES,
+    ttl: TTL,
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'RS256',
+    },
+    extraClientMetadata: {
+      properties: ['secret_digests', 'group_id'],
+      validator() {},
+    },
+    features: {
+      devInteractions: { enabled: false },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      rpInitiatedLogout: { enabled: true },
+      userinfo: { enabled: true },
+    },
+    // Tokens of a third-party server outlive the browser session that created them.
+    expiresWithSession: async () => false,
+    // The contract: a refresh token with every authorization code exchange, rotated on every
+    // use; presenting a rotated-out one revokes the grant (the library's reuse detection).
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    allowOmittingSingleRegisteredRedirectUri: false,
+    pkce: { required: () => false },
+    extraParams: {
+      // Checked after the redirect_uri is trusted, so a missing state is redirected back as an error.
+      async state(ctx, value) {
+        if (ctx.oidc.route === 'authorization' && !value) {
+          throw new errors.InvalidRequest("missing required parameter 'state'");
+        }
+      },
+    },
+    async loadExistingGrant(ctx) {
+      const { oidc } = ctx;
+      const clientId = oidc.client!.clientId;
+      let grantId = oidc.result?.consent?.grantId ?? oidc.session?.grantIdFor(clientId);
+      const accountId = oidc.session?.accountId;
+      if (!grantId && accountId) {
+        grantId = (await findUserGrant(db, Number(accountId), clientId))?.grant_id;
+      }
+      if (!grantId) return undefined;
+      const grant = await oidc.provider.Grant.find(grantId);
+      // A grant of another account (say, the same browser signed in as someone else) is never reused.
+      return grant && grant.accountId === accountId && grant.clientId === clientId ? grant : undefined;
+    },
+    interactions: {
+      url: async (_ctx, interaction) => `/interaction/${interaction.uid}`,
+    },
+    cookies: {
+      keys: keys.cookieKeys,
+      long: cookieOptions,
+      short: cookieOptions,
+      names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
+    },
+    jwks: keys.jwks as Configuration['jwks'],
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256'],
+      userinfoSigningAlgValues: ['RS256'],
+      introspectionSigningAlgValues: ['RS256'],
+      authorizationSigningAlgValues: ['RS256'],
+      requestObjectSigningAlgValues: ['RS256', 'PS256', 'ES256'],
+    },
+    async renderError(ctx, out) {
+      const status = ctx.status >= 400 ? ctx.status : 400;
+      deps.renderError(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
+    },
+  };
+
+  const provider = new Provider(config.issuer, configuration);
+  if (secure) provider.proxy = true;
+
+  // Token values in the contract's format (ho_/hr_ + 30 base62 + CRC32), made by the models themselves.
+  const AccessTokenProto = provider.AccessToken.prototype as unknown as { generateTokenId(): string; format?: string };
+  AccessTokenProto.generateTokenId = function generateAccessTokenId(this: { format?: string }) {
+    this.format = 'opaque';
+    return generateToken('ho_');
+  };
+  (provider.RefreshToken.prototype as unknown as { generateTokenId(): string }).generateTokenId = () => generateToken('hr_');
+  (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, deps.onError);
+
+  provider.use(tokenRequestParams(ROUTES.token));
+  provider.use(async function contractDefaults(ctx, next) {
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && !ctx.query.scope) {
+      // No scope means groups:read-only (CONTRACT §4).
+      ctx.query = { ...ctx.query, scope: DEFAULT_SCOPE };
+    }
+    if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
+    await next();
+    tokenResponseShape(ctx as never);
+  });
+
+  provider.on('server_error', (_ctx, err) => deps.onError(err));
+  return provider;
+}
+
+/** A fresh random value for things like CSRF tokens. */
+export function randomValue(): string {
+  return randomBytes(32).toString('base64url');
+}

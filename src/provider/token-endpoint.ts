@@ -1,0 +1,74 @@
+import * as querystring from 'node:querystring';
+import type { Context, Next } from 'koa';
+
+/**
+ * The seed's clients send the token request's parameters in the query string, often with an
+ * empty body; RFC 6749 clients send a form body. This pre-step reads the form body itself,
+ * merges the query string into it and hands the result to oidc-provider, which reads an
+ * already-parsed `req.body` (lib/shared/selective_body.js). A parameter given in both places
+ * with the same value counts once; with different values it is a duplicate, which the library
+ * rejects as `invalid_request`. `grant_type` defaults to `authorization_code`.
+ */
+const BODY_LIMIT = 56 * 1024;
+const FORM = 'application/x-www-form-urlencoded';
+
+type Params = Record<string, string | string[] | undefined>;
+
+async function readForm(ctx: Context): Promise<Params | 'too-large'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT) return 'too-large';
+    chunks.push(chunk as Buffer);
+  }
+  return querystring.parse(Buffer.concat(chunks).toString('utf8')) as Params;
+}
+
+export function mergeParams(body: Params, query: Params): Params {
+  const merged: Params = { ...body };
+  for (const [key, value] of Object.entries(query)) {
+    const existing = merged[key];
+    if (existing === undefined || existing === '' || existing === value) merged[key] = value;
+    else merged[key] = ([] as string[]).concat(existing, value ?? []);
+  }
+  return merged;
+}
+
+export function tokenRequestParams(tokenPath: string) {
+  return async function acceptQueryParameters(ctx: Context, next: Next): Promise<void> {
+    if (ctx.method !== 'POST' || ctx.path !== tokenPath) return next();
+    const type = ctx.get('content-type');
+    // Other content types are left to the library, which answers them with invalid_request.
+    if (type && !ctx.is(FORM)) return next();
+    const body = await readForm(ctx);
+    if (body === 'too-large') {
+      ctx.status = 413;
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { error: 'invalid_request', error_description: 'the request body is too large' };
+      return;
+    }
+    const params = mergeParams(body, ctx.query as Params);
+    params.grant_type ??= 'authorization_code';
+    (ctx.req as typeof ctx.req & { body?: Params }).body = params;
+    ctx.req.headers['content-type'] = FORM;
+    return next();
+  };
+}
+
+/** Adds the seed's `expire_in` (a string) beside RFC 6749's `expires_in`, and the seed's lower-case `bearer`. */
+export function tokenResponseShape(ctx: Context & { oidc?: { route?: string } }): void {
+  if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
+  const body = ctx.body as Record<string, unknown>;
+  const { access_token, token_type, expires_in, scope, refresh_token, id_token, ...rest } = body;
+  ctx.body = {
+    access_token,
+    token_type: typeof token_type === 'string' && token_type.toLowerCase() === 'bearer' ? 'bearer' : token_type,
+    scope,
+    expire_in: String(expires_in),
+    expires_in,
+    ...(refresh_token ? { refresh_token } : {}),
+    ...(id_token ? { id_token } : {}),
+    ...rest,
+  };
+}

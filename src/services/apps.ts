@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { z } from 'zod';
+import { ConflictError, NotFoundError } from '../errors.js';
+import * as apps from '../db/apps.js';
+import { recordAudit } from '../db/audit.js';
+import { now } from '../db/time.js';
+import { digest, generateToken } from '../tokens.js';
+import type { Actor } from './context.js';
+import { authorizeGroup } from './groups.js';
+import * as rules from './rules.js';
+
+export const MAX_ACTIVE_SECRETS = 2;
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+const homepageURL = z
+  .string({ error: 'homepageURL is required' })
+  .trim()
+  .max(2048, 'homepageURL must be at most 2048 characters')
+  .refine((v) => {
+    const url = safeUrl(v);
+    return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
+  }, 'homepageURL must be an absolute http(s) URL');
+
+const callbackURL = z
+  .string({ error: 'callbackURL is required' })
+  .trim()
+  .max(2048, 'callbackURL must be at most 2048 characters')
+  .superRefine((v, ctx) => {
+    const url = safeUrl(v);
+    if (!url) return void ctx.addIssue({ code: 'custom', message: 'callbackURL must be an absolute URL' });
+    if (v.includes('#')) return void ctx.addIssue({ code: 'custom', message: 'callbackURL must not contain a fragment (#…)' });
+    if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) {
+      return void ctx.addIssue({ code: 'custom', message: 'callbackURL must use https (http only for localhost, 127.0.0.1 or [::1])' });
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({ code: 'custom', message: 'callbackURL must use https (http only for localhost, 127.0.0.1 or [::1])' });
+    }
+  });
+
+export const appFieldsSchema = z.strictObject({
+  name: z
+    .string({ error: 'name is required' })
+    .trim()
+    .min(1, 'name is required')
+    .max(100, 'name must be at most 100 characters'),
+  homepageURL,
+  description: rules.description,
+  callbackURL,
+});
+export type AppFields = z.input<typeof appFieldsSchema>;
+
+function safeUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface NewSecret {
+  id: number;
+  secret: string;
+  lastFour: string;
+  createdAt: string;
+}
+
+async function addSecret(trx: Knex, appId: number, at: string): Promise<NewSecret> {
+  const secret = generateToken('hs_');
+  const row = await apps.insertSecret(trx, { appId, digest: digest(secret), lastFour: secret.slice(-4), at });
+  return { id: row.id, secret, lastFour: row.last_four, createdAt: at };
+}
+
+/** Creates an application of a group (owners only) with its first secret, shown to the caller once. */
+export async function createApplication(
+  db: Knex,
+  actor: Actor,
+  groupId: number,
+  input: unknown,
+): Promise<{ app: apps.AppRow; secret: NewSecret }> {
+  await authorizeGroup(db, actor, groupId, 'manage-apps');
+  const data = rules.parse(appFieldsSchema, input);
+  return db.transaction(async (trx) => {
+    const at = now();
+    const app = await apps.insertApp(trx, {
+      client_id: randomBytes(10).toString('hex'),
+      group_id: groupId,
+      name: data.name,
+      homepage_url: data.homepageURL,
+      description: data.description,
+      callback_url: data.callbackURL,
+      created_by: actor.admin ? null : actor.userId,
+      at,
+    });
+    const secret = await addSecret(trx, app.id, at);
+    await recordAudit(trx, { groupId, actorId: actor.admin ? null : actor.userId, action: 'app.create', target: app.client_id, details: { name: app.name }, ip: actor.ip }, at);
+    return { app, secret };
+  });
+}
+
+/** Loads an application and checks that the actor owns its group; 404 for anyone who may not see it. */
+export async function authorizeApplication(db: Knex, actor: Actor, clientId: string): Promise<apps.AppRow> {
+  const app = await apps.findAppByClientId(db, clientId);
+  if (!app) throw new NotFoundError('no such application');
+  await authorizeGroup(db, actor, app.group_id, 'manage-apps');
+  return app;
+}
+
+export async function updateApplication(db: Knex, actor: Actor, clientId: string, input: unknown): Promise<apps.AppRow> {
+  const app = await authorizeApplication(db, actor, clientId);
+  const data = rules.parse(appFieldsSchema.partial(), input);
+  const fields = {
+    name: data.name ?? app.name,
+    homepage_url: data.homepageURL ?? app.homepage_url,
+    description: data.description ?? app.description,
+    callback_url: data.callbackURL ?? app.callback_url,
+  };
+  await db.transaction(async (trx) => {
+    const at = now();
+    await apps.updateApp(trx, app.id, { ...fields, at });
+    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
+  });
+  return { ...app, ...fields };
+}
+
+export async function generateClientSecret(db: Knex, actor: Actor, clientId: string): Promise<NewSecret> {
+  const app = await authorizeApplication(db, actor, clientId);
+  return db.transaction(async (trx) => {
+    // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
+    await trx('oauth_apps').where({ id: app.id }).forUpdate().first('id');
+    if ((await apps.countSecrets(trx, app.id)) >= MAX_ACTIVE_SECRETS) {
+      throw new ConflictError('secret', `an application may hold at most ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
+    }
+    const at = now();
+    const secret = await addSecret(trx, app.id, at);
+    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
+    return secret;
+  });
+}

@@ -1,0 +1,14 @@
+import type { Knex } from 'knex';
+
+/** Who is acting and from where, for policies and the audit trail. */
+export interface Actor {
+  userId: number;
+  ip: string | null;
+  /** The admin CLI: acts on any group, still recorded in the audit trail (with no user). */
+  admin?: boolean;
+}
+
+/** What every service needs: the database. Services own their transactions. */
+export interface Services {
+  db: Knex;
+}

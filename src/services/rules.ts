@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+
+/**
+ * Field rules of CONTRACT §2 and §3, shared by the pages, the API and the CLI so that each
+ * field means the same everywhere. Messages name the field and say what it must be.
+ */
+export const username = z
+  .string({ error: 'username is required' })
+  .trim()
+  .min(2, 'username must be 2–39 characters')
+  .max(39, 'username must be 2–39 characters')
+  .regex(/^[a-zA-Z0-9\-_.]+$/, 'username may contain only letters, digits, "-", "_" and "."');
+
+export const email = z
+  .string({ error: 'email is required' })
+  .trim()
+  .max(254, 'email must be at most 254 characters')
+  .pipe(z.email('email must be a valid email address'));
+
+export const personName = z.string().trim().max(100, 'name must be at most 100 characters').default('');
+
+export const password = z
+  .string({ error: 'password is required' })
+  .min(8, 'password must be at least 8 characters')
+  .max(1024, 'password must be at most 1024 characters');
+
+export const groupName = z
+  .string({ error: 'name is required' })
+  .trim()
+  .min(1, 'name is required')
+  .max(100, 'name must be at most 100 characters');
+
+export const groupPath = z
+  .string({ error: 'path is required' })
+  .trim()
+  .min(2, 'path must be 2–64 characters')
+  .max(64, 'path must be 2–64 characters')
+  .regex(/^[a-z0-9\-_.]+$/, 'path may contain only lower-case letters, digits, "-", "_" and "."');
+
+export const description = z.string().trim().max(400, 'description must be at most 400 characters').default('');
+
+export const visibilityLevel = z.enum(['private', 'internal', 'public'], {
+  error: 'visibilityLevel must be private, internal or public',
+});
+
+export const role = z.enum(['owner', 'maintainer', 'member'], { error: 'role must be owner, maintainer or member' });
+export type Role = z.infer<typeof role>;
+
+/** Parses with a schema and throws a ValidationError naming the first bad field. */
+export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.length ? issue.path.map(String).join('.') : 'body';
+  throw new ValidationErrorFromIssue(field, issue);
+}
+
+class ValidationErrorFromIssue extends ValidationError {
+  constructor(field: string, issue: z.core.$ZodIssue) {
+    const message = issue.code === 'unrecognized_keys'
+      ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+      : issue.code === 'invalid_type' && issue.input === undefined
+        ? `${field} is required`
+        : issue.code === 'invalid_type'
+          ? `${field} must be a ${issue.expected}`
+          : issue.message;
+    super(issue.code === 'unrecognized_keys' ? issue.keys[0]! : field, message);
+  }
+}

@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ejs from 'ejs';
+import type { Context } from 'koa';
+
+const VIEWS = join(fileURLToPath(new URL('.', import.meta.url)), '../../views');
+const templates = new Map<string, ejs.TemplateFunction>();
+
+function template(view: string): ejs.TemplateFunction {
+  let fn = templates.get(view);
+  if (!fn) {
+    const filename = join(VIEWS, `${view}.ejs`);
+    fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS });
+    templates.set(view, fn);
+  }
+  return fn;
+}
+
+export interface PageLocals {
+  title: string;
+  [key: string]: unknown;
+}
+
+/**
+ * `views/<view>.ejs` inside `views/layout.ejs`. Every value is escaped by `<%= %>`; pages get the
+ * signed-in user (for the header) and the CSRF token (for every form).
+ */
+export function renderPage(view: string, locals: PageLocals & { currentUser?: unknown; csrfToken?: string }): string {
+  const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, flash: null, ...locals };
+  return template('layout')({ ...all, body: template(view)(all) });
+}
+
+export function render(ctx: Context, view: string, locals: PageLocals, status = 200): void {
+  ctx.status = status;
+  ctx.type = 'html';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = renderPage(view, {
+    currentUser: ctx.state.user ?? null,
+    csrfToken: ctx.state.csrfToken ?? '',
+    signupOpen: ctx.state.signupOpen ?? true,
+    ...locals,
+  });
+}
+
+export function renderError(ctx: Context, status: number, title: string, message: string): void {
+  render(ctx, 'error', { title, message, status }, status);
+}

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { createApplication } from '../../src/services/apps.js';
+import { createGroup } from '../../src/services/groups.js';
+import { createUser } from '../../src/services/users.js';
+
+/** Factories build a record and whatever it needs, through the real services. */
+const unique = () => randomBytes(4).toString('hex');
+
+export const PASSWORD = 'correct horse battery';
+
+export async function makeUser(db: Knex, overrides: { username?: string; email?: string; name?: string; password?: string } = {}) {
+  const username = overrides.username ?? `user-${unique()}`;
+  const user = await createUser(db, {
+    username,
+    email: overrides.email ?? `${username}@example.test`,
+    name: overrides.name ?? 'Test User',
+    password: overrides.password ?? PASSWORD,
+  });
+  return { ...user, password: overrides.password ?? PASSWORD };
+}
+
+export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: string; path?: string } = {}) {
+  const path = overrides.path ?? `group-${unique()}`;
+  return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
+}
+
+export async function makeApp(
+  db: Knex,
+  ownerId: number,
+  groupId: number,
+  overrides: { callbackURL?: string; name?: string } = {},
+) {
+  const { app, secret } = await createApplication(db, { userId: ownerId, ip: null }, groupId, {
+    name: overrides.name ?? 'Test App',
+    homepageURL: 'https://app.example.test',
+    description: 'An application for tests',
+    callbackURL: overrides.callbackURL ?? 'http://127.0.0.1:9999/callback',
+  });
+  return { app, clientId: app.client_id, clientSecret: secret.secret, secretId: secret.id };
+}

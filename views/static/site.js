@@ -1,0 +1,17 @@
+// Copy buttons: <button data-copy="#element-id">Copy</button>
+document.addEventListener('click', (event) => {
+  const button = event.target.closest('[data-copy]');
+  if (!button) return;
+  const source = document.querySelector(button.getAttribute('data-copy'));
+  if (!source) return;
+  navigator.clipboard.writeText(source.textContent.trim()).then(() => {
+    const label = button.textContent;
+    button.textContent = 'Copied';
+    setTimeout(() => { button.textContent = label; }, 1500);
+  });
+});
+// Confirmation for destructive buttons: <button data-confirm="Delete this?">
+document.addEventListener('submit', (event) => {
+  const message = event.submitter && event.submitter.getAttribute('data-confirm');
+  if (message && !window.confirm(message)) event.preventDefault();
+});
