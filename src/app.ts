@@ -105,6 +105,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 
   const app = new Koa();
   app.proxy = secure;
+  // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
+  app.keys = keys.cookieKeys;
   app.use(requestLog(logger));
   app.use(securityHeaders);
 

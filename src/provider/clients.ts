@@ -56,10 +56,10 @@ const lastUseWritten = new Map<number, number>();
  */
 export function hashedSecretComparison(db: Knex, onError: (err: unknown) => void) {
   const decoy = digest('hs_decoy');
-  return async function compareClientSecret(this: { secretDigests?: string[] }, actual: string): Promise<boolean> {
+  return async function compareClientSecret(this: { secret_digests?: string[] }, actual: string): Promise<boolean> {
     const presented = typeof actual === 'string' && isWellFormedToken(actual, 'hs_') ? digest(actual) : decoy;
     let matchedId: number | undefined;
-    for (const entry of this.secretDigests ?? []) {
+    for (const entry of this.secret_digests ?? []) {
       const [id, stored] = entry.split(':') as [string, string];
       if (digestEquals(presented, stored) && presented !== decoy) matchedId = Number(id);
     }

@@ -47,7 +47,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const { config, db, keys } = deps;
   const clientAdapter = createClientAdapter(db);
   const secure = config.issuer.startsWith('https://');
-  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true };
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true, signed: true };
 
   const configuration: Configuration = {
     adapter: ((name: string) => (name === 'Client' ? clientAdapter : deps.modelAdapter(name))) as unknown as Configuration['adapter'],
@@ -152,9 +152,10 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   provider.use(tokenRequestParams(ROUTES.token));
   provider.use(async function contractDefaults(ctx, next) {
-    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && !ctx.query.scope) {
-      // No scope means groups:read-only (CONTRACT §4).
-      ctx.query = { ...ctx.query, scope: DEFAULT_SCOPE };
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
+      // The seed's authorize request has neither: no scope means groups:read-only, and
+      // response_type defaults to code, the only one there is (CONTRACT §4).
+      ctx.query = { response_type: 'code', ...ctx.query, scope: ctx.query.scope || DEFAULT_SCOPE };
     }
     if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
     await next();

@@ -1,15 +1,267 @@
-import Router from '@koa/router';
-import { pageGroupsOfUser } from '../db/groups.js';
-import { requireUser, type WebDeps } from './context.js';
+import Router, { type RouterContext } from '@koa/router';
+import type { Context } from 'koa';
+import { listAudit, type AuditRow } from '../db/audit.js';
+import { findGroupByPath, findRole, listMembers, pageGroupsOfUser, type GroupRow } from '../db/groups.js';
+import { toIso } from '../db/time.js';
+import { AppError, NotFoundError } from '../errors.js';
+import { canGroup, type GroupAction } from '../policies/group.js';
+import type { Actor } from '../services/context.js';
+import {
+  addMember,
+  authorizeGroup,
+  changeRole,
+  createGroup,
+  removeMember,
+  updateGroupSettings,
+} from '../services/groups.js';
+import * as rules from '../services/rules.js';
+import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
 import { render } from './render.js';
+
+export const VISIBILITY_LEVELS = [
+  { value: 'private', label: 'Private' },
+  { value: 'internal', label: 'Internal' },
+  { value: 'public', label: 'Public' },
+] as const;
+
+export const ROLES = [
+  { value: 'owner', label: 'Owner' },
+  { value: 'maintainer', label: 'Maintainer' },
+  { value: 'member', label: 'Member' },
+] as const;
+
+/** The one-line notices of Post/Redirect/Get, chosen by a query flag (never echoing the query itself). */
+const NOTICES: Record<string, string> = {
+  created: 'Group created.',
+  saved: 'Settings saved.',
+  added: 'Member added.',
+  role: 'Role changed.',
+  removed: 'Member removed.',
+};
+
+const PATH_HINT = '2–64 lower-case letters, digits, "-", "_" or "." — it becomes the address /groups/<path>.';
+
+type Ctx = RouterContext;
 
 /** Groups pages: the list of mine, a new group, a group and its settings. */
 export function groupRoutes(deps: WebDeps): Router {
+  const { db } = deps;
   const router = new Router();
+
+  /**
+   * Sign-in first (so a signed-out visitor learns nothing about which paths exist), then the
+   * group, then the policy. An unknown path and a group the actor cannot see read the same.
+   */
+  async function loadGroup(ctx: Ctx, action: GroupAction) {
+    const actor = actorOf(ctx);
+    const path = rules.groupPath.safeParse(ctx.params.path?.toLowerCase());
+    const found = path.success ? await findGroupByPath(db, path.data) : undefined;
+    if (!found) throw groupNotFound();
+    try {
+      const { group, role } = await authorizeGroup(db, actor, found.id, action);
+      return { actor, group, role };
+    } catch (err) {
+      if (err instanceof NotFoundError) throw groupNotFound();
+      throw err;
+    }
+  }
+
+  function settingsUrl(group: GroupRow, tab = ''): string {
+    return `/groups/${encodeURIComponent(group.path)}/settings${tab ? `/${tab}` : ''}`;
+  }
+
+  function notice(ctx: Context): string | null {
+    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
+    return NOTICES[key] ?? null;
+  }
+
   router.get('/groups', async (ctx) => {
     const user = requireUser(ctx);
-    const { items } = await pageGroupsOfUser(deps.db, user.id, { limit: 200, offset: 0 });
+    const { items } = await pageGroupsOfUser(db, user.id, { limit: 200, offset: 0 });
     render(ctx, 'groups/index', { title: 'Groups', groups: items });
   });
+
+  router.get('/groups/new', (ctx) => {
+    requireUser(ctx);
+    render(ctx, 'groups/new', { title: 'New group', values: { visibilityLevel: 'private' }, visibilityLevels: VISIBILITY_LEVELS, pathHint: PATH_HINT });
+  });
+
+  router.post('/groups/new', async (ctx) => {
+    const actor = actorOf(ctx);
+    const form = formFields(ctx);
+    const values = {
+      name: form.name ?? '',
+      path: form.path ?? '',
+      description: form.description ?? '',
+      visibilityLevel: form.visibilityLevel || 'private',
+    };
+    try {
+      const group = await createGroup(db, actor, values);
+      ctx.redirect(`/groups/${encodeURIComponent(group.path)}?notice=created`);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      render(ctx, 'groups/new', {
+        title: 'New group',
+        values,
+        errors: { [err.field]: err.message },
+        visibilityLevels: VISIBILITY_LEVELS,
+        pathHint: PATH_HINT,
+      }, err.status);
+    }
+  });
+
+  router.get('/groups/:path', async (ctx) => {
+    const { group, role } = await loadGroup(ctx, 'read');
+    const members = await listMembers(db, group.id);
+    render(ctx, 'groups/show', {
+      title: group.name,
+      group,
+      role,
+      members,
+      canManage: canGroup(role, 'manage-settings'),
+      visibilityLevels: VISIBILITY_LEVELS,
+      flash: notice(ctx),
+    });
+  });
+
+  // Settings: General.
+  function renderGeneral(ctx: Ctx, group: GroupRow, extra: { values?: Record<string, string>; errors?: Record<string, string> } = {}, status = 200) {
+    render(ctx, 'groups/settings/general', {
+      title: `Settings · ${group.name}`,
+      group,
+      tab: 'general',
+      values: extra.values ?? { name: group.name, description: group.description, visibilityLevel: group.visibility_level },
+      errors: extra.errors ?? {},
+      visibilityLevels: VISIBILITY_LEVELS,
+      flash: notice(ctx),
+    }, status);
+  }
+
+  router.get('/groups/:path/settings', async (ctx) => {
+    const { group } = await loadGroup(ctx, 'manage-settings');
+    renderGeneral(ctx, group);
+  });
+
+  router.post('/groups/:path/settings', async (ctx) => {
+    const { actor, group } = await loadGroup(ctx, 'manage-settings');
+    const form = formFields(ctx);
+    const values = { name: form.name ?? '', description: form.description ?? '', visibilityLevel: form.visibilityLevel ?? '' };
+    try {
+      await updateGroupSettings(db, actor, group.id, values);
+      ctx.redirect(`${settingsUrl(group)}?notice=saved`);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      renderGeneral(ctx, group, { values, errors: { [err.field]: err.message } }, err.status);
+    }
+  });
+
+  // Settings: Members.
+  async function renderMembers(
+    ctx: Ctx,
+    group: GroupRow,
+    actor: Actor,
+    extra: { values?: Record<string, string>; errors?: Record<string, string>; problem?: string } = {},
+    status = 200,
+  ) {
+    render(ctx, 'groups/settings/members', {
+      title: `Members · ${group.name}`,
+      group,
+      tab: 'members',
+      members: await listMembers(db, group.id),
+      actorId: actor.userId,
+      roles: ROLES,
+      values: extra.values ?? { role: 'member' },
+      errors: extra.errors ?? {},
+      problem: extra.problem ?? null,
+      flash: notice(ctx),
+    }, status);
+  }
+
+  router.get('/groups/:path/settings/members', async (ctx) => {
+    const { actor, group } = await loadGroup(ctx, 'manage-members');
+    await renderMembers(ctx, group, actor);
+  });
+
+  router.post('/groups/:path/settings/members', async (ctx) => {
+    const { actor, group } = await loadGroup(ctx, 'manage-members');
+    const form = formFields(ctx);
+    const values = { user: form.user ?? '', role: form.role ?? '' };
+    try {
+      await addMember(db, actor, group.id, values);
+      ctx.redirect(`${settingsUrl(group, 'members')}?notice=added`);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      await renderMembers(ctx, group, actor, { values, errors: { [err.field]: err.message } }, err.status);
+    }
+  });
+
+  /** Role changes and removals: a refused change (the last-owner rule) is shown on the members page. */
+  async function changeMember(ctx: Ctx, verb: 'change the role of' | 'remove', change: (actor: Actor, groupId: number, userId: number) => Promise<void>) {
+    const { actor, group } = await loadGroup(ctx, 'manage-members');
+    const userId = memberId(ctx.params.userId);
+    try {
+      await change(actor, group.id, userId);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      const member = (await listMembers(db, group.id)).find((m) => m.user_id === userId);
+      await renderMembers(ctx, group, actor, { problem: `Could not ${verb} ${member?.username ?? 'this member'}: ${err.message}.` }, err.status);
+      return;
+    }
+    // Whoever just gave up their own ownership can no longer see the settings.
+    if (userId === actor.userId && !canGroup(await findRole(db, group.id, actor.userId), 'manage-members')) {
+      ctx.redirect(verb === 'remove' ? '/groups' : `/groups/${encodeURIComponent(group.path)}`);
+      return;
+    }
+    ctx.redirect(`${settingsUrl(group, 'members')}?notice=${verb === 'remove' ? 'removed' : 'role'}`);
+  }
+
+  router.post('/groups/:path/settings/members/:userId/role', (ctx) =>
+    changeMember(ctx, 'change the role of', (actor, groupId, userId) => changeRole(db, actor, groupId, userId, formFields(ctx).role ?? '')));
+
+  router.post('/groups/:path/settings/members/:userId/remove', (ctx) =>
+    changeMember(ctx, 'remove', (actor, groupId, userId) => removeMember(db, actor, groupId, userId)));
+
+  // Settings: Audit log.
+  router.get('/groups/:path/settings/audit', async (ctx) => {
+    const { group } = await loadGroup(ctx, 'read-audit');
+    const events = (await listAudit(db, group.id)).map(presentAuditEvent);
+    render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
+  });
+
+  // Settings: Developer. A placeholder until the OAuth applications pages take this route over.
+  router.get('/groups/:path/settings/developer', async (ctx) => {
+    const { group } = await loadGroup(ctx, 'manage-apps');
+    render(ctx, 'groups/settings/developer', { title: `Developer · ${group.name}`, group, tab: 'developer' });
+  });
+
   return router;
+}
+
+function groupNotFound(): NotFoundError {
+  return new NotFoundError('There is no group at this address, or you are not a member of it.');
+}
+
+function memberId(value: string | undefined): number {
+  if (!value || !/^[1-9][0-9]{0,9}$/.test(value)) throw new NotFoundError('that user is not a member of this group');
+  return Number(value);
+}
+
+/** An audit row as the page shows it: ISO time, the actor (none: the admin CLI or a deleted user), details as "key: value". */
+function presentAuditEvent(row: AuditRow) {
+  let details: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(row.details || '{}');
+    if (parsed && typeof parsed === 'object') details = parsed as Record<string, unknown>;
+  } catch {
+    // A malformed details column is shown as empty rather than failing the page.
+  }
+  return {
+    id: row.id,
+    at: toIso(row.created_at) ?? '',
+    actor: row.actor_username ?? '—',
+    action: row.action,
+    target: row.target,
+    details: Object.entries(details).map(([key, value]) => `${key}: ${String(value)}`).join(', '),
+    ip: row.ip ?? '',
+  };
 }

@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
+import { UserAgent } from '../helpers/browser-less.js';
+import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { exchangeCode, runAuthorization } from '../helpers/oauth.js';
+import { isWellFormedToken } from '../../src/tokens.js';
+
+for (const profile of profiles()) {
+  describe(`authorization code flow over HTTP (${profile})`, () => {
+    let server: RunningIdp;
+    let fixture: { user: Awaited<ReturnType<typeof makeUser>>; clientId: string; clientSecret: string; redirectUri: string };
+
+    before(async () => {
+      server = await startIdp(profile);
+      const user = await makeUser(server.idp.db);
+      const group = await makeGroup(server.idp.db, user.id);
+      const redirectUri = 'http://127.0.0.1:9999/callback';
+      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: redirectUri });
+      fixture = { user, clientId: app.clientId, clientSecret: app.clientSecret, redirectUri };
+    });
+    after(() => server.stop());
+
+    it('completes authorize → sign in → consent → code → token with the seed\'s query-string exchange', async () => {
+      const agent = new UserAgent(server.url);
+      const callback = await runAuthorization(agent, {
+        clientId: fixture.clientId,
+        redirectUri: fixture.redirectUri,
+        state: 'xyz-state',
+        login: { login: fixture.user.username, password: fixture.user.password },
+      });
+      expect(callback.searchParams.get("error"), callback.toString()).to.equal(null);
+      expect(callback.searchParams.get('state')).to.equal('xyz-state');
+      expect(callback.searchParams.get('iss')).to.equal(server.url);
+      const code = callback.searchParams.get('code')!;
+      expect(code).to.be.a('string').with.length.above(20);
+
+      const { status, body, headers } = await exchangeCode(server.url, {
+        client_id: fixture.clientId,
+        client_secret: fixture.clientSecret,
+        code,
+        redirect_uri: fixture.redirectUri,
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(headers.get('cache-control')).to.include('no-store');
+      expect(body.token_type).to.equal('bearer');
+      expect(body.scope).to.equal('groups:read-only');
+      expect(body.expire_in).to.equal('3600');
+      expect(body.expires_in).to.equal(3600);
+      expect(isWellFormedToken(String(body.access_token), 'ho_')).to.equal(true);
+      expect(isWellFormedToken(String(body.refresh_token), 'hr_')).to.equal(true);
+      expect(body).not.to.have.property('id_token');
+    });
+  });
+}
