@@ -1,0 +1,72 @@
+import type { Knex } from 'knex';
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { digest } from '../src/tokens.js';
+import { assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
+
+const TABLE = 'oidc_models';
+
+interface Row {
+  payload: string;
+  consumed_at: string | number | null; // bigint: a string on PostgreSQL
+}
+
+/** Restricts a query to rows that have not expired; expires_at is null when there was no expiresIn. */
+function unexpired(query: Knex.QueryBuilder): Knex.QueryBuilder {
+  const now = nowSeconds();
+  return query.where((q) => {
+    q.whereNull('expires_at').orWhere('expires_at', '>', now);
+  });
+}
+
+/** oidc-provider storage in `oidc_models`, keyed by (model, digest(id)). */
+export function createSqlAdapter(db: Knex): (model: string) => Adapter {
+  return (model) => {
+    assertStoredModel(model);
+
+    async function findOne(where: Record<string, string>, id?: string): Promise<AdapterPayload | undefined> {
+      const row = (await unexpired(db(TABLE).select('payload', 'consumed_at').where({ model, ...where })).first()) as Row | undefined;
+      return row ? fromStored(row.payload, row.consumed_at, id) : undefined;
+    }
+
+    return {
+      async upsert(id, payload, expiresIn) {
+        const { grantId, uid, userCode } = indexesOf(model, payload);
+        await db(TABLE)
+          .insert({
+            model,
+            id: digest(id),
+            payload: toStored(payload),
+            grant_id: grantId ?? null,
+            uid: uid ?? null,
+            user_code: userCode ?? null,
+            expires_at: typeof expiresIn === 'number' ? Math.floor(Date.now() / 1000 + expiresIn) : null,
+            consumed_at: null,
+          })
+          .onConflict(['model', 'id'])
+          .merge();
+      },
+
+      find: (id) => findOne({ id: digest(id) }, id),
+      findByUid: (uid) => findOne({ uid }),
+      findByUserCode: (userCode) => findOne({ user_code: userCode }),
+
+      async consume(id) {
+        await db(TABLE).where({ model, id: digest(id) }).update({ consumed_at: nowSeconds() });
+      },
+
+      async destroy(id) {
+        await db(TABLE).where({ model, id: digest(id) }).del();
+      },
+
+      // Any model's adapter revokes the whole grant; only grantable rows carry a grant_id.
+      async revokeByGrantId(grantId) {
+        await db(TABLE).where({ grant_id: grantId }).del();
+      },
+    };
+  };
+}
+
+/** Deletes expired rows (reads already ignore them); returns how many. */
+export async function pruneExpired(db: Knex): Promise<number> {
+  return db(TABLE).where('expires_at', '<=', nowSeconds()).del();
+}
