@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { createRedisAdapter } from '../adapters/redis.js';
 import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
+import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
 import { createDb, migrateLatest } from './db/knex.js';
 import type { Logger } from './log.js';
@@ -132,6 +133,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ctx.body = file.body;
   });
   app.use(system.routes());
+  app.use(apiMiddleware({ db, provider, issuer: config.issuer, onFault }));
 
   // Pages: forms parsed here only, never on the provider's routes (it reads its own bodies).
   const web = new Router();

@@ -159,6 +159,9 @@ export function createProvider(deps: ProviderDeps): Provider {
     }
     if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
     await next();
+    // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
+    const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
+    if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
     tokenResponseShape(ctx as never);
   });
 

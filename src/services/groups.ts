@@ -136,3 +136,12 @@ export function changeRole(db: Knex, actor: Actor, groupId: number, userId: numb
 export function removeMember(db: Knex, actor: Actor, groupId: number, userId: number): Promise<void> {
   return changeMembership(db, actor, groupId, userId, { remove: true });
 }
+
+/** A group by its path (how the CLI names groups); 404 naming the path when there is none. */
+export async function requireGroupByPath(db: Knex, path: string, field = 'group'): Promise<groups.GroupRow> {
+  const key = path.trim();
+  if (!key) throw new ValidationError(field, `${field} is required`);
+  const group = await groups.findGroupByPath(db, key);
+  if (!group) throw new NotFoundError(`no group "${key}"`);
+  return group;
+}

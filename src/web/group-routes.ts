@@ -11,6 +11,7 @@ import {
   authorizeGroup,
   changeRole,
   createGroup,
+  newGroupSchema,
   removeMember,
   updateGroupSettings,
 } from '../services/groups.js';
@@ -96,7 +97,7 @@ export function groupRoutes(deps: WebDeps): Router {
       visibilityLevel: form.visibilityLevel || 'private',
     };
     try {
-      const group = await createGroup(db, actor, values);
+      const group = await createGroup(db, actor, rules.parse(newGroupSchema, values));
       ctx.redirect(`/groups/${encodeURIComponent(group.path)}?notice=created`);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;

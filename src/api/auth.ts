@@ -1,0 +1,88 @@
+import type { Knex } from 'knex';
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { findAccessTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { now } from '../db/time.js';
+import type { Scope } from '../provider/scopes.js';
+import { digest, isWellFormedToken } from '../tokens.js';
+import { BearerError } from './errors.js';
+
+/** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
+export interface ApiAuth {
+  userId: number;
+  scopes: Set<string>;
+  kind: 'oauth' | 'personal';
+  clientId?: string;
+}
+
+const LAST_USE_INTERVAL_MS = 60_000;
+
+/**
+ * One middleware for both token kinds. `ho_` tokens are looked up through oidc-provider's own
+ * AccessToken model, so expiry, revocation and grant revocation count exactly as the
+ * authorization server sees them; `ha_` tokens by digest in their table. A value whose checksum
+ * does not match is refused before any lookup.
+ */
+export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }) {
+  const realm = `Bearer realm="${deps.realm}"`;
+  const invalid = (description: string) =>
+    new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
+  const lastUse = new Map<number, number>();
+
+  async function oauthToken(value: string): Promise<ApiAuth | undefined> {
+    const token = await deps.provider.AccessToken.find(value);
+    if (!token || !token.accountId) return undefined;
+    return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
+  }
+
+  async function personalToken(value: string): Promise<ApiAuth | undefined> {
+    const row = await findAccessTokenByDigest(deps.db, digest(value));
+    if (!row) return undefined;
+    if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
+    // Last use is recorded at most once a minute per token and instance, not on every request.
+    const last = lastUse.get(row.id) ?? 0;
+    if (Date.now() - last > LAST_USE_INTERVAL_MS) {
+      lastUse.set(row.id, Date.now());
+      void touchAccessToken(deps.db, row.id, now()).catch(() => lastUse.delete(row.id));
+    }
+    return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
+  }
+
+  return async function authenticate(ctx: Context, next: Next): Promise<void> {
+    const header = ctx.get('authorization');
+    const match = /^bearer(?: +(.*))?$/i.exec(header.trim());
+    if (!header || !match) {
+      throw new BearerError(401, 'unauthorized', 'send a token as "Authorization: Bearer <token>"', realm);
+    }
+    const value = (match[1] ?? '').trim();
+    if (!value) throw invalid('the bearer token is empty');
+    if (!isWellFormedToken(value) || !(value.startsWith('ho_') || value.startsWith('ha_'))) {
+      throw invalid('the token is malformed');
+    }
+    const auth = value.startsWith('ho_') ? await oauthToken(value) : await personalToken(value);
+    if (!auth) throw invalid('the token is unknown, expired or revoked');
+    ctx.state.auth = auth;
+    await next();
+  };
+}
+
+/** Declares the scope a route needs; `groups:read-write` includes `groups:read-only`. */
+export function requireScope(scope: Scope | 'any', realm: string) {
+  return async function checkScope(ctx: Context, next: Next): Promise<void> {
+    const { scopes } = ctx.state.auth as ApiAuth;
+    const ok = scope === 'any' || scopes.has(scope) || (scope === 'groups:read-only' && scopes.has('groups:read-write'));
+    if (!ok) {
+      throw new BearerError(
+        403,
+        'insufficient_scope',
+        `this request needs the ${scope} scope`,
+        `Bearer realm="${realm}", error="insufficient_scope", scope="${scope}"`,
+      );
+    }
+    await next();
+  };
+}
+
+export function authOf(ctx: Context): ApiAuth {
+  return ctx.state.auth as ApiAuth;
+}

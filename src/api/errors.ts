@@ -1,0 +1,51 @@
+import type { Context, Next } from 'koa';
+import { AppError } from '../errors.js';
+import { isStorageOutage } from '../storage.js';
+
+/** A bearer-authentication failure: carries the RFC 6750 WWW-Authenticate challenge. */
+export class BearerError extends AppError {
+  constructor(
+    status: 401 | 403,
+    code: string,
+    message: string,
+    readonly challenge: string,
+  ) {
+    super(status, code, message);
+  }
+}
+
+/**
+ * The one error handler of /apis/v2: every failure is `{error, error_description}` JSON, an
+ * unknown route is a JSON 404, and nothing unexpected leaks (a plain 500, logged).
+ */
+export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
+  return async function jsonErrors(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        fail(ctx, 404, 'not_found', `no such endpoint: ${ctx.method} ${ctx.path}`);
+      } else if (ctx.status === 405 && !ctx.body) {
+        fail(ctx, 405, 'method_not_allowed', `${ctx.method} is not allowed here; allowed: ${ctx.response.get('Allow')}`);
+      }
+    } catch (err) {
+      if (err instanceof BearerError) ctx.set('WWW-Authenticate', err.challenge);
+      if (err instanceof AppError) return fail(ctx, err.status, err.code, err.message);
+      const e = err as { status?: number; expose?: boolean; type?: string; message?: string };
+      if (e.status === 413) return fail(ctx, 413, 'payload_too_large', 'the request body must be at most 64 KiB');
+      if (e.status === 415) return fail(ctx, 415, 'unsupported_media_type', 'the request body must be application/json');
+      if (e.status === 400 && e.expose) return fail(ctx, 400, 'invalid_request', 'the request body is not valid JSON');
+      if (isStorageOutage(err)) {
+        onFault(err, ctx);
+        return fail(ctx, 503, 'temporarily_unavailable', 'storage is unreachable, try again shortly');
+      }
+      onFault(err, ctx);
+      fail(ctx, 500, 'server_error', 'an unexpected error happened; it has been logged');
+    }
+  };
+}
+
+function fail(ctx: Context, status: number, error: string, description: string): void {
+  ctx.status = status;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error, error_description: description };
+}

@@ -1,0 +1,54 @@
+import { bodyParser } from '@koa/bodyparser';
+import Router from '@koa/router';
+import compose from 'koa-compose';
+import type { Knex } from 'knex';
+import type { Context, Middleware, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { AppError } from '../errors.js';
+import { bearerAuth } from './auth.js';
+import { apiErrors } from './errors.js';
+import { groupsApi } from './groups/routes.js';
+import { openApiDocument } from './openapi.js';
+import { userApi } from './user/routes.js';
+
+export const API_PREFIX = '/apis/v2';
+
+/** Request bodies are JSON of at most 64 KiB; anything else with a body is a 415. */
+function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
+  const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+  if (hasBody && !ctx.is('application/json')) {
+    throw new AppError(415, 'unsupported_media_type', 'the request body must be application/json');
+  }
+  return next();
+}
+
+/**
+ * Everything under /apis/v2, answered here and never passed on: an unknown path is a JSON 404
+ * from the API's own error handler, not a page.
+ */
+export function apiMiddleware(deps: { db: Knex; provider: Provider; issuer: string; onFault: (err: unknown, ctx: Context) => void }): Middleware {
+  const router = apiRouter(deps);
+  const handle = compose([apiErrors(deps.onFault), router.routes() as Middleware, router.allowedMethods() as Middleware]);
+  return function api(ctx, next) {
+    if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) return next();
+    return handle(ctx, async () => {});
+  };
+}
+
+function apiRouter(deps: { db: Knex; provider: Provider; issuer: string }): Router {
+  const realm = deps.issuer;
+  const router = new Router({ prefix: API_PREFIX });
+  const document = openApiDocument(deps.issuer);
+
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = document;
+  });
+  router.use(bearerAuth({ db: deps.db, provider: deps.provider, realm }));
+  router.use(jsonBodiesOnly);
+  router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
+
+  for (const routes of [groupsApi({ db: deps.db, issuer: deps.issuer, realm }), userApi({ db: deps.db, realm })]) {
+    router.use(routes.routes());
+  }
+  return router;
+}

@@ -1,0 +1,161 @@
+import type { Knex } from 'knex';
+import { findUserByLogin } from '../db/users.js';
+import { presentApp } from '../presenters/app.js';
+import { presentGroup } from '../presenters/group.js';
+import { presentUser } from '../presenters/user.js';
+import { rotateSigningKey } from '../provider/keys.js';
+import { createApplication } from '../services/apps.js';
+import type { Actor } from '../services/context.js';
+import { addMember, createGroup, requireGroupByPath } from '../services/groups.js';
+import { createUser, requireUserByUsername } from '../services/users.js';
+import { UsageError } from './errors.js';
+import type { Flags, FlagSpec } from './flags.js';
+import { readFirstLine } from './stdin.js';
+
+/** What a command works with: an open, migrated database and its parsed flags. */
+export interface CommandContext {
+  db: Knex;
+  flags: Flags;
+  /** The migrations applied when the database was opened (every command migrates first). */
+  applied: string[];
+  stdin: NodeJS.ReadableStream;
+}
+
+/** What a command made: the record for `--json`, and a short line (or a few) for a person. */
+export interface CommandResult {
+  json: object;
+  text: string;
+}
+
+export interface Command extends FlagSpec {
+  name: string;
+  usage: string;
+  summary: string;
+  run(ctx: CommandContext): Promise<CommandResult>;
+}
+
+/** The admin CLI acts on any group; the audit trail records its changes with no user. */
+const ADMIN: Actor = { userId: 0, ip: null, admin: true };
+
+async function migrate({ applied }: CommandContext): Promise<CommandResult> {
+  return {
+    json: { applied },
+    text: applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'the database is up to date',
+  };
+}
+
+async function userCreate({ db, flags, stdin }: CommandContext): Promise<CommandResult> {
+  const username = flags.required('username');
+  const email = flags.required('email');
+  if (!flags.has('password-stdin')) {
+    throw new UsageError('--password-stdin is required: pipe the password on standard input');
+  }
+  const password = await readFirstLine(stdin);
+  const user = await createUser(db, { username, email, name: flags.string('name'), password });
+  return { json: presentUser(user), text: `created user ${user.username} (id ${user.id})` };
+}
+
+async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult> {
+  const name = flags.required('name');
+  const path = flags.required('path');
+  const owner = await requireUserByUsername(db, flags.required('owner'), 'owner');
+  // The owner becomes the group's first member; the change is recorded as the CLI's.
+  const group = await createGroup(db, { ...ADMIN, userId: owner.id }, {
+    name,
+    path,
+    description: flags.string('description'),
+    visibilityLevel: flags.string('visibility') as 'private' | 'internal' | 'public' | undefined,
+  });
+  return {
+    json: presentGroup(group),
+    text: `created group ${group.path} (id ${group.id}), owned by ${owner.username}`,
+  };
+}
+
+async function groupAddMember({ db, flags }: CommandContext): Promise<CommandResult> {
+  const group = await requireGroupByPath(db, flags.required('group'));
+  const login = flags.required('user');
+  const role = flags.required('role');
+  await addMember(db, ADMIN, group.id, { user: login, role });
+  const user = (await findUserByLogin(db, login))!;
+  return {
+    json: { groupId: Number(group.id), userId: Number(user.id), username: user.username, role },
+    text: `added ${user.username} to ${group.path} as ${role}`,
+  };
+}
+
+async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> {
+  const group = await requireGroupByPath(db, flags.required('group'));
+  const { app, secret } = await createApplication(db, ADMIN, group.id, {
+    name: flags.required('name'),
+    homepageURL: flags.required('homepage-url'),
+    callbackURL: flags.required('callback-url'),
+    description: flags.string('description'),
+  });
+  return {
+    json: presentApp(app, { secret: secret.secret }),
+    text: [
+      `created application "${app.name}" in ${group.path}`,
+      `clientID:     ${app.client_id}`,
+      `clientSecret: ${secret.secret}`,
+      'Copy the client secret now: it will not be shown again.',
+    ].join('\n'),
+  };
+}
+
+async function keysRotate({ db }: CommandContext): Promise<CommandResult> {
+  const { kid } = await rotateSigningKey(db);
+  return {
+    json: { kid },
+    text: `added signing key ${kid}; each instance signs with it from its next start, older keys keep verifying`,
+  };
+}
+
+/** Every command, in the order the usage text lists them. */
+export const commands: Command[] = [
+  {
+    name: 'migrate',
+    usage: '',
+    summary: 'Apply pending database migrations (every command does this first).',
+    strings: [],
+    run: migrate,
+  },
+  {
+    name: 'user create',
+    usage: '--username U --email E [--name N] --password-stdin',
+    summary: 'Create a user. The password is the first line of standard input.',
+    strings: ['username', 'email', 'name'],
+    booleans: ['password-stdin'],
+    run: userCreate,
+  },
+  {
+    name: 'group create',
+    usage: '--name N --path P --owner U [--description D] [--visibility private|internal|public]',
+    summary: 'Create a group owned by user U.',
+    strings: ['name', 'path', 'owner', 'description', 'visibility'],
+    run: groupCreate,
+  },
+  {
+    name: 'group add-member',
+    usage: '--group P --user U --role owner|maintainer|member',
+    summary: 'Give user U (username or email) a role in the group at path P.',
+    strings: ['group', 'user', 'role'],
+    run: groupAddMember,
+  },
+  {
+    name: 'app create',
+    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D]',
+    summary: 'Create an OAuth application of the group at path P; prints its client secret once.',
+    strings: ['group', 'name', 'homepage-url', 'callback-url', 'description'],
+    run: appCreate,
+  },
+  // `token create --user U --name N --scope "S…" [--expires-in-days D]` (CONTRACT §9) belongs
+  // here, with its handler above, once personal access tokens have a service.
+  {
+    name: 'keys rotate',
+    usage: '',
+    summary: 'Add a new signing key; the old ones stay published for verification.',
+    strings: [],
+    run: keysRotate,
+  },
+];

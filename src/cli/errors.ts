@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { ConfigError } from '../config.js';
+import { AppError, ValidationError } from '../errors.js';
+
+/** The command line itself is wrong: an unknown command or flag, a missing value. */
+export class UsageError extends Error {}
+
+/** The flag each service field comes from, so that an error names what the person typed. */
+const FLAG_OF_FIELD: Record<string, string> = {
+  username: '--username',
+  email: '--email',
+  name: '--name',
+  password: '--password-stdin',
+  path: '--path',
+  description: '--description',
+  visibilityLevel: '--visibility',
+  owner: '--owner',
+  group: '--group',
+  user: '--user',
+  role: '--role',
+  homepageURL: '--homepage-url',
+  callbackURL: '--callback-url',
+};
+
+export const EXIT_BAD_INPUT = 2;
+export const EXIT_FAULT = 1;
+
+/**
+ * The one error path of the CLI: any failure becomes one line for stderr and an exit code.
+ * Bad input and a bad environment are 2; anything else is a fault (1), still one line and
+ * never a stack trace.
+ */
+export function describeFailure(err: unknown): { line: string; exitCode: number } {
+  if (err instanceof UsageError || err instanceof ConfigError) return badInput(err.message);
+  if (err instanceof ValidationError) return badInput(withFlag(err.field, err.message));
+  if (err instanceof AppError && err.status < 500) return badInput(err.message);
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    return badInput(withFlag(issue?.path.map(String).join('.'), issue?.message ?? 'invalid input'));
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return { line: oneLine(`failed: ${message || String(err)}`), exitCode: EXIT_FAULT };
+}
+
+function badInput(message: string): { line: string; exitCode: number } {
+  return { line: oneLine(message), exitCode: EXIT_BAD_INPUT };
+}
+
+function withFlag(field: string | undefined, message: string): string {
+  const flag = field ? FLAG_OF_FIELD[field] : undefined;
+  return flag ? `${flag}: ${message}` : message;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}

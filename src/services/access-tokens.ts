@@ -1,0 +1,48 @@
+import type { Knex } from 'knex';
+import { z } from 'zod';
+import * as tokens from '../db/access-tokens.js';
+import { now } from '../db/time.js';
+import { NotFoundError } from '../errors.js';
+import { API_SCOPES } from '../provider/scopes.js';
+import { digest, generateToken } from '../tokens.js';
+import * as rules from './rules.js';
+
+/** Personal access tokens (`ha_`): made by their user, stored as a SHA-256 digest, shown once. */
+export const newAccessTokenSchema = z.object({
+  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(100, 'name must be at most 100 characters'),
+  scopes: z
+    .array(z.enum(API_SCOPES, { error: `scopes must be among ${API_SCOPES.join(', ')}` }), { error: 'scopes is required' })
+    .min(1, 'choose at least one scope'),
+  expiresInDays: z
+    .number({ error: 'expiresInDays must be a number of days from 1 to 365, or empty for never' })
+    .int('expiresInDays must be a whole number of days')
+    .min(1, 'expiresInDays must be from 1 to 365')
+    .max(365, 'expiresInDays must be from 1 to 365')
+    .nullable()
+    .default(null),
+});
+export type NewAccessToken = z.input<typeof newAccessTokenSchema>;
+
+export async function createAccessToken(
+  db: Knex,
+  userId: number,
+  input: NewAccessToken,
+): Promise<{ token: string; row: Omit<tokens.AccessTokenRow, 'digest'> }> {
+  const data = rules.parse(newAccessTokenSchema, input);
+  const token = generateToken('ha_');
+  const at = now();
+  const expiresAt = data.expiresInDays ? new Date(Date.now() + data.expiresInDays * 86_400_000).toISOString() : null;
+  const row = await tokens.insertAccessToken(db, {
+    userId,
+    name: data.name,
+    digest: digest(token),
+    scopes: [...new Set(data.scopes)].join(' '),
+    expiresAt,
+    at,
+  });
+  return { token, row };
+}
+
+export async function revokeAccessToken(db: Knex, userId: number, id: number): Promise<void> {
+  if ((await tokens.deleteAccessToken(db, userId, id)) === 0) throw new NotFoundError('no such access token');
+}
