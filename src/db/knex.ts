@@ -48,9 +48,20 @@ export function createDb(databaseUrl: string): Db {
   return knexFactory(knexConfig(databaseUrl));
 }
 
+/**
+ * Runs pending migrations. Instances starting together against one PostgreSQL race for knex's
+ * migration lock; the loser waits for the winner instead of failing to start.
+ */
 export async function migrateLatest(db: Db): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest()) as [number, string[]];
-  return applied;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const [, applied] = (await db.migrate.latest()) as [number, string[]];
+      return applied;
+    } catch (err) {
+      if ((err as Error).name !== 'MigrationLocked' || attempt >= 60) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 export function isPostgres(db: Db): boolean {

@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { expect } from 'chai';
+import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } from '../helpers/db.js';
+import { UserAgent } from '../helpers/browser-less.js';
+import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { exchangeCode, runAuthorization } from '../helpers/oauth.js';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`instance exited early: ${log()}`);
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`instance at ${url} not ready: ${log()}`);
+}
+
+/**
+ * Two real server processes (`npm start`'s entry point) on one PostgreSQL and one Redis, behind
+ * one public issuer as a load balancer would put them: a code issued by one is redeemed at the
+ * other, and a token from one is accepted by the other.
+ */
+describe('two instances sharing PostgreSQL and Redis', function () {
+  this.timeout(60_000);
+  let database: TestDatabase;
+  const children: ChildProcess[] = [];
+  const urls: string[] = [];
+  const outputs: string[] = [];
+
+  before(async function () {
+    if (!TEST_DATABASE_URL || !TEST_REDIS_URL) this.skip();
+    database = await freshDatabase('postgres');
+    const ports = [await freePort(), await freePort()];
+    // Both instances share one issuer (the first address) as a deployment behind a balancer would.
+    const issuer = `http://127.0.0.1:${ports[0]}`;
+    for (const port of ports) {
+      const index = outputs.push('') - 1;
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+        env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ISSUER: issuer, DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout!.on('data', (d) => (outputs[index] += d));
+      child.stderr!.on('data', (d) => (outputs[index] += d));
+      children.push(child);
+      urls.push(`http://127.0.0.1:${port}`);
+    }
+    await Promise.all(urls.map((url, i) => waitReady(url, children[i]!, () => outputs[i]!)));
+  });
+
+  after(async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((resolve) => c.once('exit', resolve)))));
+    await database?.drop();
+  });
+
+  it('redeems at the second instance a code issued by the first, and each accepts the other\'s token', async () => {
+    const user = await makeUser(database.db);
+    const group = await makeGroup(database.db, user.id);
+    const redirectUri = 'http://127.0.0.1:9999/callback';
+    const app = await makeApp(database.db, user.id, group.id, { callbackURL: redirectUri });
+
+    const callback = await runAuthorization(new UserAgent(urls[0]!), {
+      clientId: app.clientId,
+      redirectUri,
+      login: { login: user.username, password: user.password },
+    });
+    const { status, body } = await exchangeCode(urls[1]!, {
+      client_id: app.clientId,
+      client_secret: app.clientSecret,
+      code: callback.searchParams.get('code')!,
+      redirect_uri: redirectUri,
+    });
+    expect(status, JSON.stringify(body)).to.equal(200);
+    for (const url of urls) {
+      const res = await fetch(`${url}/apis/v2/groups`, { headers: { authorization: `Bearer ${String(body.access_token)}` } });
+      expect(res.status).to.equal(200);
+    }
+  });
+});
