@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { findUserGrant } from '../db/grants.js';
+import { isStorageOutage } from '../storage.js';
 import { generateToken } from '../tokens.js';
 import { findAccount } from './accounts.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
@@ -30,6 +30,9 @@ export const TTL = {
   Session: 14 * DAY,
   Grant: 365 * DAY,
 };
+
+/** The provider's routes a browser navigates to: their errors are pages, every other route's are JSON. */
+const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success']);
 
 export interface ProviderDeps {
   config: Config;
@@ -133,6 +136,13 @@ export function createProvider(deps: ProviderDeps): Provider {
       requestObjectSigningAlgValues: ['RS256', 'PS256', 'ES256'],
     },
     async renderError(ctx, out) {
+      // The library renders a page whenever the request prefers HTML; only the browser-facing routes
+      // may answer with one. The token, introspection, revocation, userinfo… endpoints stay JSON (§5).
+      if (!PAGE_ROUTES.has(ctx.oidc?.route ?? '')) {
+        ctx.type = 'json';
+        ctx.body = out; // what the library itself answers a JSON client
+        return;
+      }
       const status = ctx.status >= 400 ? ctx.status : 400;
       deps.renderError(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
     },
@@ -162,14 +172,26 @@ export function createProvider(deps: ProviderDeps): Provider {
     // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
     const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
     if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
-    tokenResponseShape(ctx as never);
+    if (ctx.state.storageOutage) storageOutageResponse(ctx, deps.renderError);
+    else tokenResponseShape(ctx as never);
   });
 
-  provider.on('server_error', (_ctx, err) => deps.onError(err));
+  provider.on('server_error', (ctx, err) => {
+    // The route's own error handler already answered 500; a storage outage deserves a 503.
+    if (isStorageOutage(err)) ctx.state.storageOutage = true;
+    deps.onError(err);
+  });
   return provider;
 }
 
-/** A fresh random value for things like CSRF tokens. */
-export function randomValue(): string {
-  return randomBytes(32).toString('base64url');
+/**
+ * The library answers any fault with server_error (500); when the fault is storage being
+ * unreachable, the honest answer is 503 temporarily_unavailable, and the client may retry.
+ */
+function storageOutageResponse(ctx: KoaContextWithOIDC, renderError: ProviderDeps['renderError']): void {
+  const description = 'storage is unreachable; try again shortly';
+  if (ctx.accepts('json', 'html') === 'html' && ctx.method === 'GET') renderError(ctx, 503, 'Temporarily unavailable', description);
+  else ctx.body = { error: 'temporarily_unavailable', error_description: description };
+  ctx.status = 503;
+  ctx.set('Retry-After', '5');
 }

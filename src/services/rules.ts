@@ -31,12 +31,16 @@ export const groupName = z
   .min(1, 'name is required')
   .max(100, 'name must be at most 100 characters');
 
+const RESERVED_PATHS = new Set(['new', 'settings', 'edit', 'api', 'apis']);
+
 export const groupPath = z
   .string({ error: 'path is required' })
   .trim()
   .min(2, 'path must be 2–64 characters')
   .max(64, 'path must be 2–64 characters')
-  .regex(/^[a-z0-9\-_.]+$/, 'path may contain only lower-case letters, digits, "-", "_" and "."');
+  .regex(/^[a-z0-9\-_.]+$/, 'path may contain only lower-case letters, digits, "-", "_" and "."')
+  // Words the pages use under /groups/ can never name a group.
+  .refine((v) => !RESERVED_PATHS.has(v), { message: 'path is reserved; choose another' });
 
 export const description = z.string().trim().max(400, 'description must be at most 400 characters').default('');
 

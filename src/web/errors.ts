@@ -14,7 +14,9 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void) {
     } catch (err) {
       if (err instanceof AppError) {
         if (err.status === 401) {
-          ctx.redirect(`/login?return_to=${encodeURIComponent(ctx.originalUrl)}`);
+          // Only a page can be returned to; after a POST, go back to where forms start.
+          const returnTo = ctx.method === 'GET' ? ctx.originalUrl : '/groups';
+          ctx.redirect(`/login?return_to=${encodeURIComponent(returnTo)}`);
           return;
         }
         render(ctx, 'error', { title: titleFor(err.status), message: err.message, status: err.status }, err.status);

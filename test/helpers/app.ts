@@ -59,7 +59,7 @@ export async function startIdp(
         server.closeAllConnections();
         server.close(() => resolve());
       });
-      if (idp.redis) {
+      if (idp.redis?.status === 'ready') {
         const keys = await idp.redis.keys(`${keyPrefix}*`);
         if (keys.length) await idp.redis.del(...keys);
       }

@@ -39,8 +39,8 @@ for (const profile of profiles()) {
       expect(token.token.expire_in).to.equal('3600');
 
       const res = await fetch(`${server.url}/apis/v2/groups`, { headers: { authorization: `Bearer ${token.token.access_token}` } });
-      const body = await res.json();
-      expect(body.data.items.map((g: { id: number }) => g.id)).to.deep.equal([group.id]);
+      const body = (await res.json()) as { data: { items: Array<{ id: number }> } };
+      expect(body.data.items.map((g) => g.id)).to.deep.equal([group.id]);
 
       const refreshed = await token.refresh();
       expect(refreshed.token.access_token).to.match(/^ho_/);

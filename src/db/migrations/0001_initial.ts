@@ -16,6 +16,9 @@ export async function up(knex: Knex): Promise<void> {
     t.string('password_hash', 255).notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable();
     t.timestamp('updated_at', { useTz: true }).notNullable();
+    // The unique keys must be the lower-cased values, so uniqueness is case-insensitive in the schema itself.
+    t.check('username_key = lower(username)', [], 'users_username_key_check');
+    t.check('email_key = lower(email)', [], 'users_email_key_check');
   });
 
   await knex.schema.createTable('groups', (t) => {
