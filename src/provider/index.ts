@@ -172,7 +172,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
     const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
     if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
-    if (ctx.state.storageOutage) storageOutageResponse(ctx, deps.renderError);
+    if (ctx.state.storageOutage) storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderError);
     else tokenResponseShape(ctx as never);
   });
 
