@@ -25,6 +25,7 @@ import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { groupRoutes } from './web/group-routes.js';
+import { settingsRoutes } from './web/settings-routes.js';
 
 export interface Idp {
   app: Koa;
@@ -141,7 +142,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
   web.use(csrfProtection(secure));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), interactionRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), groupRoutes(deps), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   app.use(mountWhenMatched(web));

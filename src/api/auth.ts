@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { findAccessTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { touchUserGrant } from '../db/grants.js';
 import { now } from '../db/time.js';
 import type { Scope } from '../provider/scopes.js';
 import { digest, isWellFormedToken } from '../tokens.js';
@@ -27,11 +28,29 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
   const realm = `Bearer realm="${deps.realm}"`;
   const invalid = (description: string) =>
     new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
-  const lastUse = new Map<number, number>();
+  const lastUse = new Map<number | string, number>();
+
+  /**
+   * Last use is recorded at most once a minute per token (or grant) and instance, in the
+   * background, not on every request; a failed write is simply tried again next time.
+   */
+  function recordUse(key: number | string, write: () => Promise<void>): void {
+    const last = lastUse.get(key) ?? 0;
+    if (Date.now() - last <= LAST_USE_INTERVAL_MS) return;
+    if (lastUse.size >= 10_000) lastUse.clear();
+    lastUse.set(key, Date.now());
+    void write().catch(() => lastUse.delete(key));
+  }
 
   async function oauthToken(value: string): Promise<ApiAuth | undefined> {
     const token = await deps.provider.AccessToken.find(value);
-    if (!token || !token.accountId) return undefined;
+    // find() allows oidc-provider's clockTolerance (15 s) past `exp`, a slack meant for other
+    // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
+    // already drops it then, Redis would keep it 15 s longer).
+    if (!token || !token.accountId || token.isExpired) return undefined;
+    // "Last used" of the application in Account settings → Authorized applications.
+    const grantId = token.grantId;
+    if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
     return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
   }
 
@@ -39,12 +58,7 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
     const row = await findAccessTokenByDigest(deps.db, digest(value));
     if (!row) return undefined;
     if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
-    // Last use is recorded at most once a minute per token and instance, not on every request.
-    const last = lastUse.get(row.id) ?? 0;
-    if (Date.now() - last > LAST_USE_INTERVAL_MS) {
-      lastUse.set(row.id, Date.now());
-      void touchAccessToken(deps.db, row.id, now()).catch(() => lastUse.delete(row.id));
-    }
+    recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
     return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
   }
 

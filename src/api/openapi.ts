@@ -5,23 +5,24 @@
 const error = { $ref: '#/components/schemas/Error' };
 const json = (schema: object) => ({ 'application/json': { schema } });
 
-const errorResponse = (description: string) => ({ description, content: json(error) });
+const requestIdHeader = { 'X-Request-Id': { schema: { type: 'string' }, description: 'Identifies the request in the server logs' } };
+
+const errorResponse = (description: string) => ({ description, headers: requestIdHeader, content: json(error) });
 const authErrors = {
   401: {
     description: 'No token, or a malformed, unknown, expired or revoked one',
-    headers: { 'WWW-Authenticate': { schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge' } },
+    headers: { ...requestIdHeader, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge' } },
     content: json(error),
   },
   403: {
     description: 'The token lacks the scope this endpoint needs (or the user may not do this)',
-    headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+    headers: { ...requestIdHeader, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge naming the scope needed' } },
     content: json(error),
   },
 };
-const requestIdHeader = { 'X-Request-Id': { schema: { type: 'string' }, description: 'Identifies the request in the server logs' } };
 
 const pageParams = [
-  { name: 'pageNumber', in: 'query', required: false, schema: { type: 'integer', minimum: 1, default: 1 }, description: 'Page to return (1-based). Empty counts as absent; anything else invalid is a 400.' },
+  { name: 'pageNumber', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1_000_000_000, default: 1 }, description: 'Page to return (1-based). Empty counts as absent; anything else invalid is a 400.' },
   { name: 'pageSize', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 50, default: 20 }, description: 'Items per page, at most 50.' },
 ];
 
@@ -117,7 +118,7 @@ export function openApiDocument(issuer: string) {
           operationId: 'getGroup',
           summary: 'One group the token\'s user belongs to',
           description: 'Scope `groups:read-only`. A group the user is not a member of is a 404.',
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } }],
           responses: {
             200: { description: 'The group', headers: requestIdHeader, content: json(single({ $ref: '#/components/schemas/Group' })) },
             400: errorResponse('The id is not a positive integer'),

@@ -40,9 +40,14 @@ export function listUserGrants(db: Knex, userId: number) {
     .orderBy('ug.created_at', 'desc');
 }
 
-export async function deleteUserGrant(db: Knex, userId: number, clientId: string): Promise<UserGrantRow | undefined> {
+/**
+ * With `grantId`, the row goes only while it still points at that grant: a consent given in the
+ * meantime (which replaces grant_id) keeps its row, so a live grant is never left unlisted.
+ */
+export async function deleteUserGrant(db: Knex, userId: number, clientId: string, grantId?: string): Promise<UserGrantRow | undefined> {
   const row = await findUserGrant(db, userId, clientId);
-  if (row) await db('user_grants').where({ user_id: userId, client_id: clientId }).delete();
+  if (!row || (grantId !== undefined && row.grant_id !== grantId)) return undefined;
+  await db('user_grants').where({ user_id: userId, client_id: clientId, grant_id: row.grant_id }).delete();
   return row;
 }
 

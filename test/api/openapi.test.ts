@@ -1,0 +1,170 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { expect } from 'chai';
+import { addMember } from '../../src/services/groups.js';
+import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
+import { makeGroup, makeUser } from '../helpers/factories.js';
+import { call, makeClient, oauthTokens, personalToken, type ApiResponse } from './support.js';
+
+// ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+type Json = Record<string, any>;
+
+/** Replaces every local `$ref` ("#/…") by what it points at, so each response schema stands alone. */
+function inlineRefs(node: unknown, doc: Json): unknown {
+  if (Array.isArray(node)) return node.map((n) => inlineRefs(n, doc));
+  if (!node || typeof node !== 'object') return node;
+  const ref = (node as Json).$ref;
+  if (typeof ref === 'string') {
+    expect(ref, 'only local references').to.match(/^#\//);
+    const target = ref
+      .slice(2)
+      .split('/')
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .reduce<unknown>((at, key) => (at as Json | undefined)?.[key], doc);
+    expect(target, `unresolved ${ref}`).to.be.an('object');
+    return inlineRefs(target, doc);
+  }
+  return Object.fromEntries(Object.entries(node as Json).map(([k, v]) => [k, inlineRefs(v, doc)]));
+}
+
+for (const profile of profiles()) {
+  describe(`API OpenAPI document (${profile})`, () => {
+    let idp: RunningIdp;
+    let doc: Json;
+    let ajv: Ajv2020;
+
+    before(async () => {
+      idp = await startIdp(profile);
+      const res = await call(idp, '/apis/v2/openapi.json');
+      expect(res.status).to.equal(200);
+      doc = res.body;
+      // strict: an unknown keyword or format in the document is an error, not silently ignored.
+      ajv = new Ajv2020({ strict: true, allErrors: true });
+      addFormats(ajv);
+    });
+    after(async () => {
+      await idp?.stop();
+    });
+
+    /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
+    function expectDocumented(method: string, template: string, res: ApiResponse): void {
+      const operation = doc.paths?.[template]?.[method];
+      expect(operation, `${method.toUpperCase()} ${template} is documented`).to.be.an('object');
+      const response = operation.responses[String(res.status)] ?? operation.responses.default;
+      expect(response, `${method.toUpperCase()} ${template} documents status ${res.status} (${res.text})`).to.be.an('object');
+      const schema = response.content?.['application/json']?.schema;
+      expect(schema, `a JSON schema for ${res.status}`).to.be.an('object');
+      expect(res.headers.get('content-type')).to.match(/^application\/json/);
+      const validate = ajv.compile(inlineRefs(schema, doc) as Json);
+      const ok = validate(res.body);
+      expect(ok, `${method.toUpperCase()} ${template} ${res.status}: ${ajv.errorsText(validate.errors)}\n${res.text}`).to.equal(true);
+      for (const name of Object.keys(response.headers ?? {})) {
+        expect(res.headers.get(name), `${method.toUpperCase()} ${template} ${res.status} sends the documented ${name} header`).to.be.a('string');
+      }
+    }
+
+    it('serves a document that a real OpenAPI validator accepts', async () => {
+      const validator = new Validator();
+      const result = await validator.validate(doc);
+      expect(result.errors, JSON.stringify(result.errors, null, 2)).to.equal(undefined);
+      expect(result.valid).to.equal(true);
+      expect(validator.version).to.equal('3.1');
+    });
+
+    it('names this server’s /apis/v2 as its server URL', () => {
+      expect(doc.servers).to.deep.equal([{ url: `${idp.url}/apis/v2` }]);
+    });
+
+    it('serves the document without a token, as JSON', async () => {
+      const res = await call(idp, '/apis/v2/openapi.json');
+      expect(res.headers.get('content-type')).to.match(/^application\/json/);
+      expect(res.headers.get('www-authenticate')).to.equal(null);
+    });
+
+    it('has response schemas that compile under JSON Schema 2020-12 in strict mode', () => {
+      for (const [path, operations] of Object.entries(doc.paths as Json)) {
+        for (const [method, operation] of Object.entries(operations as Json)) {
+          for (const [status, response] of Object.entries((operation as Json).responses as Json)) {
+            const schema = (response as Json).content?.['application/json']?.schema;
+            expect(schema, `${method} ${path} ${status} has a JSON schema`).to.be.an('object');
+            expect(() => ajv.compile(inlineRefs(schema, doc) as Json), `${method} ${path} ${status}`).not.to.throw();
+          }
+        }
+      }
+    });
+
+    it('has schemas strict enough to catch a drifted response', () => {
+      const schema = doc.paths['/user'].get.responses['200'].content['application/json'].schema;
+      const validate = ajv.compile(inlineRefs(schema, doc) as Json);
+      expect(validate({ data: { id: 1, username: 'u', name: 'n' } })).to.equal(true);
+      expect(validate({ data: { id: 1, username: 'u', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
+      expect(validate({ data: { id: '1', username: 'u', name: 'n' } }), 'a string id').to.equal(false);
+      const group = ajv.compile(inlineRefs(doc.components.schemas.Group, doc) as Json);
+      const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
+      expect(group(valid)).to.equal(true);
+      expect(group({ ...valid, createdAt: 'yesterday' }), 'a date-time that is not one').to.equal(false);
+    });
+
+    describe('live responses match the document', () => {
+      let fixture: { pat: string; patNoEmail: string; openidOnly: string; oauth: string; groupId: number; foreignGroupId: number };
+
+      before(async () => {
+        const db = idp.idp.db;
+        const client = await makeClient(idp);
+        const user = await makeUser(db);
+        const owner = await makeUser(db);
+        const group = await makeGroup(db, owner.id, { name: 'Described' });
+        await addMember(db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+        await makeGroup(db, user.id);
+        const foreign = await makeGroup(db, owner.id);
+        fixture = {
+          pat: await personalToken(idp, user.id),
+          patNoEmail: await personalToken(idp, user.id, { scopes: ['groups:read-write'], expiresInDays: null }),
+          openidOnly: (await oauthTokens(idp, client, user, 'openid')).accessToken,
+          oauth: (await oauthTokens(idp, client, user, 'groups:read-only')).accessToken,
+          groupId: group.id,
+          foreignGroupId: foreign.id,
+        };
+      });
+
+      const cases: Array<{ name: string; method: 'get'; template: string; path: () => string; token?: () => string; status: number }> = [
+        { name: 'list of groups (ha_)', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.pat, status: 200 },
+        { name: 'list of groups (ho_)', method: 'get', template: '/groups', path: () => '/groups?pageSize=1&pageNumber=2', token: () => fixture.oauth, status: 200 },
+        { name: 'empty page of groups', method: 'get', template: '/groups', path: () => '/groups?pageNumber=99', token: () => fixture.pat, status: 200 },
+        { name: 'filtered groups', method: 'get', template: '/groups', path: () => '/groups?filter=described', token: () => fixture.pat, status: 200 },
+        { name: 'bad pageSize', method: 'get', template: '/groups', path: () => '/groups?pageSize=0', token: () => fixture.pat, status: 400 },
+        { name: 'no token', method: 'get', template: '/groups', path: () => '/groups', status: 401 },
+        { name: 'a token without the scope', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.openidOnly, status: 403 },
+        { name: 'one group', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.pat, status: 200 },
+        { name: 'one group (read-write token)', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.patNoEmail, status: 200 },
+        { name: 'a bad group id', method: 'get', template: '/groups/{id}', path: () => '/groups/abc', token: () => fixture.pat, status: 400 },
+        { name: 'an unknown token', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => 'ha_000000000000000000000000000000000000', status: 401 },
+        { name: 'a token without the scope', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.openidOnly, status: 403 },
+        { name: 'a group of others', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.foreignGroupId}`, token: () => fixture.pat, status: 404 },
+        { name: 'the user (ha_, with email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.pat, status: 200 },
+        { name: 'the user (ho_ openid only, no email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.openidOnly, status: 200 },
+        { name: 'no token', method: 'get', template: '/user', path: () => '/user', status: 401 },
+      ];
+
+      for (const c of cases) {
+        it(`${c.method.toUpperCase()} ${c.template} ${c.status}: ${c.name}`, async () => {
+          const res = await call(idp, `/apis/v2${c.path()}`, { token: c.token?.() });
+          expect(res.status, res.text).to.equal(c.status);
+          expectDocumented(c.method, c.template, res);
+        });
+      }
+
+      it('covers a 200 of every documented operation', () => {
+        for (const [template, operations] of Object.entries(doc.paths as Json)) {
+          for (const method of Object.keys(operations as Json)) {
+            const covered = cases.some((c) => c.template === template && c.method === method && c.status === 200);
+            expect(covered, `a contract case for ${method.toUpperCase()} ${template}`).to.equal(true);
+          }
+        }
+      });
+    });
+  });
+}
