@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { z } from 'zod';
+import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
+import { grantIdsOfClient } from '../db/grants.js';
 import { recordAudit } from '../db/audit.js';
 import { now } from '../db/time.js';
 import { digest, generateToken } from '../tokens.js';
 import type { Actor } from './context.js';
+import { revokeGrant } from './grants.js';
 import { authorizeGroup } from './groups.js';
 import * as rules from './rules.js';
 
@@ -137,4 +140,32 @@ export async function generateClientSecret(db: Knex, actor: Actor, clientId: str
     await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
     return secret;
   });
+}
+
+/** Revokes one secret: from the next request on, on every instance, it no longer authenticates. */
+export async function revokeClientSecret(db: Knex, actor: Actor, clientId: string, secretId: number): Promise<void> {
+  const app = await authorizeApplication(db, actor, clientId);
+  await db.transaction(async (trx) => {
+    if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
+    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
+  });
+}
+
+/**
+ * Deletes an application and revokes every code, access token and refresh token issued to it.
+ * Grants are revoked before and again after the row goes: a code exchanged in between would
+ * otherwise leave a token behind; once the row is gone no new one can be issued.
+ */
+export async function deleteApplication(db: Knex, provider: Provider, actor: Actor, clientId: string): Promise<void> {
+  const app = await authorizeApplication(db, actor, clientId);
+  const revokeAll = async () => {
+    for (const grantId of await grantIdsOfClient(db, clientId)) await revokeGrant(provider, grantId);
+  };
+  await revokeAll();
+  const grantIds = await grantIdsOfClient(db, clientId);
+  await db.transaction(async (trx) => {
+    await apps.deleteApp(trx, app.id);
+    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
+  });
+  for (const grantId of grantIds) await revokeGrant(provider, grantId);
 }

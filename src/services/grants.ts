@@ -14,10 +14,15 @@ import { NotFoundError } from '../errors.js';
 export async function revokeUserGrant(db: Knex, provider: Provider, userId: number, clientId: string): Promise<void> {
   const row = await findUserGrant(db, userId, clientId);
   if (!row) throw new NotFoundError('no such authorized application');
+  await revokeGrant(provider, row.grant_id);
+  await deleteUserGrant(db, userId, clientId, row.grant_id);
+}
+
+/** Removes a grant and every code, access token and refresh token issued under it. */
+export async function revokeGrant(provider: Provider, grantId: string): Promise<void> {
   // One call is enough: both adapters (adapters/sql.ts, adapters/redis.ts) remove every grantable
   // model of the grant (codes, access and refresh tokens) whichever model's adapter is asked.
-  await provider.AccessToken.revokeByGrantId(row.grant_id);
-  const grant = await provider.Grant.find(row.grant_id);
+  await provider.AccessToken.revokeByGrantId(grantId);
+  const grant = await provider.Grant.find(grantId);
   await grant?.destroy();
-  await deleteUserGrant(db, userId, clientId, row.grant_id);
 }
