@@ -19,6 +19,7 @@ import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
+import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { csrfProtection } from './web/csrf.js';
 import { webErrors } from './web/errors.js';
@@ -77,7 +78,7 @@ function securityHeaders(ctx: Context, next: Next): Promise<void> {
 /** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
-  const db = createDb(config.databaseUrl);
+  const db = createDb(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') });
   await migrateLatest(db);
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
@@ -142,7 +143,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
   web.use(csrfProtection(secure));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   app.use(mountWhenMatched(web));

@@ -75,7 +75,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(`${name}=${JSON.stringify(input[name] ?? '')} is invalid: ${describe(issue)}`);
+    throw new ConfigError(`${name}=${JSON.stringify(masked(input[name] ?? ''))} is invalid: ${describe(issue)}`);
   }
   const e = parsed.data;
   return {
@@ -90,6 +90,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
+/** A URL's password never reaches stderr or a log line, even in an error about that URL. */
+function masked(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
+}
+
 function describe(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_value':
@@ -98,7 +103,7 @@ function describe(issue: z.core.$ZodIssue): string {
       return `must be a ${issue.expected}`;
     case 'too_small':
     case 'too_big':
-      return 'must be a port number from 0 to 65535';
+      return issue.path[0] === 'PORT' ? 'must be a port number from 0 to 65535' : issue.message;
     case 'invalid_format':
       return 'must be an absolute http(s) URL';
     default:

@@ -1,9 +1,11 @@
 import type { Knex } from 'knex';
 import { findUserByLogin } from '../db/users.js';
+import { presentAccessToken } from '../presenters/access-token.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
 import { rotateSigningKey } from '../provider/keys.js';
+import { createAccessToken } from '../services/access-tokens.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { addMember, createGroup, requireGroupByPath } from '../services/groups.js';
@@ -103,6 +105,27 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
   };
 }
 
+async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.required('user'), 'user');
+  const days = flags.string('expires-in-days');
+  if (days !== undefined && !/^[0-9]+$/.test(days)) {
+    throw new UsageError('--expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)');
+  }
+  const { token, row } = await createAccessToken(db, user.id, {
+    name: flags.required('name'),
+    scopes: flags.required('scope').split(/[\s,]+/).filter(Boolean) as never,
+    expiresInDays: days === undefined ? null : Number(days),
+  });
+  return {
+    json: presentAccessToken(row, token),
+    text: [
+      `created personal access token "${row.name}" for ${user.username} (scopes: ${row.scopes}; ${row.expires_at ? `expires ${new Date(row.expires_at).toISOString()}` : 'never expires'})`,
+      token,
+      'Copy the token now: it will not be shown again.',
+    ].join('\n'),
+  };
+}
+
 async function keysRotate({ db }: CommandContext): Promise<CommandResult> {
   const { kid } = await rotateSigningKey(db);
   return {
@@ -149,8 +172,13 @@ export const commands: Command[] = [
     strings: ['group', 'name', 'homepage-url', 'callback-url', 'description'],
     run: appCreate,
   },
-  // `token create --user U --name N --scope "S…" [--expires-in-days D]` (CONTRACT §9) belongs
-  // here, with its handler above, once personal access tokens have a service.
+  {
+    name: 'token create',
+    usage: '--user U --name N --scope "groups:read-only [groups:read-write]" [--expires-in-days D]',
+    summary: "Create a personal access token (ha_…) for user U; prints it once. No --expires-in-days: it never expires.",
+    strings: ['user', 'name', 'scope', 'expires-in-days'],
+    run: tokenCreate,
+  },
   {
     name: 'keys rotate',
     usage: '',

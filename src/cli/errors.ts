@@ -20,6 +20,10 @@ const FLAG_OF_FIELD: Record<string, string> = {
   role: '--role',
   homepageURL: '--homepage-url',
   callbackURL: '--callback-url',
+  scopes: '--scope',
+  'scopes.0': '--scope',
+  'scopes.1': '--scope',
+  expiresInDays: '--expires-in-days',
 };
 
 export const EXIT_BAD_INPUT = 2;

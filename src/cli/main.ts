@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js';
-import { createDb, migrateLatest } from '../db/knex.js';
+import { createDb, migrateLatest, type Db } from '../db/knex.js';
 import { commands, type Command } from './commands.js';
 import { describeFailure, UsageError } from './errors.js';
 import { parseFlags } from './flags.js';
@@ -43,9 +43,21 @@ function findCommand(argv: string[]): { command: Command; args: string[] } {
   }
   const names = commands.map((c) => c.name).join(', ');
   if (!argv.length) throw new UsageError(`a command is required; try: ${names} (or --help)`);
+  if (argv[0]!.startsWith('-')) throw new UsageError(`the command comes before its flags; try: ${names}`);
   const isTopic = commands.some((c) => c.name.startsWith(`${argv[0]} `));
   const given = isTopic && argv[1] && !argv[1].startsWith('-') ? `${argv[0]} ${argv[1]}` : argv[0];
   throw new UsageError(`unknown command ${JSON.stringify(given)}; try: ${names}`);
+}
+
+/**
+ * knex writes its pool warnings (an unreachable database, with a stack trace) to stdout through
+ * console.log. The CLI's stdout is for results, and the failure itself reaches stderr once, as
+ * its one line.
+ */
+function quiet(db: Db): Db {
+  const logger = (db.client as { logger?: Record<string, unknown> }).logger;
+  if (logger) for (const level of ['debug', 'warn', 'error', 'deprecate']) logger[level] = () => {};
+  return db;
 }
 
 /**
@@ -65,7 +77,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const config = loadConfig(io.env);
-    const db = createDb(config.databaseUrl);
+    const db = quiet(createDb(config.databaseUrl));
     try {
       const applied = await migrateLatest(db);
       const result = await command.run({ db, flags, applied, stdin: io.stdin });

@@ -40,12 +40,22 @@ export function knexConfig(databaseUrl: string): Knex.Config {
   };
 }
 
-export function createDb(databaseUrl: string): Db {
+/** Where knex's own warnings go (by default it console.logs them, stack traces included). */
+export interface DbLog {
+  warn(message: unknown): void;
+}
+
+export function createDb(databaseUrl: string, log?: DbLog): Db {
   if (databaseUrl.startsWith('sqlite:')) {
     const file = databaseUrl.slice('sqlite:'.length);
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
   }
-  return knexFactory(knexConfig(databaseUrl));
+  const config = knexConfig(databaseUrl);
+  if (log) {
+    const warn = (message: unknown) => log.warn(message);
+    config.log = { warn, error: warn, deprecate: warn, debug: () => {} };
+  }
+  return knexFactory(config);
 }
 
 /**

@@ -73,7 +73,7 @@ export async function addMember(
   input: { user: string; role: string },
 ): Promise<void> {
   await authorizeGroup(db, actor, groupId, 'manage-members');
-  const role = rules.parse(rules.role, input.role);
+  const { role } = rules.parse(z.object({ role: rules.role }), { role: input.role });
   const login = (input.user ?? '').trim();
   if (!login) throw new ValidationError('user', 'user is required');
   const user = await findUserByLogin(db, login);
@@ -130,7 +130,7 @@ async function changeMembership(
 }
 
 export function changeRole(db: Knex, actor: Actor, groupId: number, userId: number, role: string): Promise<void> {
-  return changeMembership(db, actor, groupId, userId, { role: rules.parse(rules.role, role) });
+  return changeMembership(db, actor, groupId, userId, rules.parse(z.object({ role: rules.role }), { role }));
 }
 
 export function removeMember(db: Knex, actor: Actor, groupId: number, userId: number): Promise<void> {

@@ -26,8 +26,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64url');
-  const actual = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p));
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
+  // A stored hash with parameters scrypt refuses is a corrupt row: it matches nothing.
+  const actual = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p)).catch(() => undefined);
+  return !!actual && actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 /** A hash of nothing, verified against when the user does not exist, so both cases take as long. */

@@ -1,0 +1,290 @@
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { findAccessTokenByDigest } from '../../src/db/access-tokens.js';
+import { createDb } from '../../src/db/knex.js';
+import { migrationSource } from '../../src/db/migrations/index.js';
+import { authenticate } from '../../src/services/users.js';
+import { databaseKinds, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { makeGroup, makeUser } from '../helpers/factories.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SECRET_SHAPE = /^hs_[0-9A-Za-z]{36}$/;
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI in a child process against `url`, with `stdin` piped in. */
+function idp(url: string, args: string[], stdin = ''): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.on('error', () => {}); // the CLI may exit before reading what we pipe
+    child.stdin.end(stdin);
+  });
+}
+
+/** A successful `--json` run: exit 0, nothing on stderr, one JSON object on stdout. */
+function json(run: Run): Record<string, unknown> {
+  expect(run.stderr, 'stderr').to.equal('');
+  expect(run.code, 'exit code').to.equal(0);
+  expect(run.stdout.trimEnd().split('\n'), 'stdout lines').to.have.length(1);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+/** A refused run: exit 2, nothing on stdout, exactly one `idp: …` line on stderr, returned. */
+function refusal(run: Run): string {
+  expect(run.stdout, 'stdout').to.equal('');
+  expect(run.code, `exit code (stderr: ${run.stderr})`).to.equal(2);
+  expect(run.stderr).to.match(/^idp: [^\n]+\n$/);
+  return run.stderr.trimEnd();
+}
+
+const unique = () => randomBytes(4).toString('hex');
+
+function tmpSqliteUrl(): { url: string; remove(): void } {
+  const file = join(tmpdir(), `idp-cli-${process.pid}-${unique()}.sqlite3`);
+  return {
+    url: `sqlite:${file}`,
+    remove: () => {
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    },
+  };
+}
+
+for (const kind of databaseKinds()) {
+  describe(`idp CLI against ${kind}`, () => {
+    let t: TestDatabase;
+    before(async () => {
+      t = await freshDatabase(kind);
+    });
+    after(async () => {
+      await t?.drop();
+    });
+
+    it('migrate reports nothing to apply on an up-to-date database', async () => {
+      expect(json(await idp(t.url, ['migrate', '--json']))).to.deep.equal({ applied: [] });
+    });
+
+    it('user create prints the new user and takes the password from stdin', async () => {
+      const username = `cli-${unique()}`;
+      const password = 'pass word from stdin';
+      const user = json(
+        await idp(t.url, ['user', 'create', '--username', username, '--email', `${username}@example.test`, '--name', 'Cli User', '--password-stdin', '--json'], `${password}\r\n`),
+      );
+      expect(user).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt');
+      expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User' });
+      expect(user.id).to.be.a('number');
+      expect(user.createdAt).to.match(ISO_TIME);
+      const signedIn = await authenticate(t.db, username, password);
+      expect(signedIn?.id).to.equal(user.id);
+      expect(await authenticate(t.db, username, `${password}\r`)).to.equal(undefined);
+    });
+
+    it('user create refuses a username taken in another case, naming username', async () => {
+      const taken = await makeUser(t.db);
+      const line = refusal(
+        await idp(t.url, ['user', 'create', '--username', taken.username.toUpperCase(), '--email', `${unique()}@example.test`, '--password-stdin'], 'long enough\n'),
+      );
+      expect(line).to.equal(`idp: username "${taken.username.toUpperCase()}" is already taken`);
+    });
+
+    it('group create makes the group with its owner', async () => {
+      const owner = await makeUser(t.db);
+      const path = `team-${unique()}`;
+      const group = json(
+        await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
+      );
+      expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'createdAt', 'updatedAt');
+      expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
+      expect(group.createdAt).to.match(ISO_TIME);
+      const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');
+      expect(membership).to.deep.equal({ role: 'owner' });
+    });
+
+    it('group add-member gives a user a role', async () => {
+      const owner = await makeUser(t.db);
+      const newcomer = await makeUser(t.db);
+      const group = await makeGroup(t.db, owner.id);
+      const member = json(
+        await idp(t.url, ['group', 'add-member', '--group', group.path, '--user', newcomer.username, '--role', 'maintainer', '--json']),
+      );
+      expect(member).to.deep.equal({ groupId: group.id, userId: newcomer.id, username: newcomer.username, role: 'maintainer' });
+      const membership = await t.db('memberships').where({ group_id: group.id, user_id: newcomer.id }).first('role');
+      expect(membership).to.deep.equal({ role: 'maintainer' });
+    });
+
+    it('app create prints the client secret once and stores only its digest', async () => {
+      const owner = await makeUser(t.db);
+      const group = await makeGroup(t.db, owner.id);
+      const app = json(
+        await idp(t.url, [
+          'app', 'create', '--group', group.path, '--name', 'CLI App',
+          '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
+        ]),
+      );
+      expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'groupId', 'createdAt', 'updatedAt');
+      expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });
+      const secret = String(app.clientSecret);
+      expect(secret).to.match(SECRET_SHAPE);
+
+      const stored = await t.db('oauth_app_secrets as s')
+        .join('oauth_apps as a', 'a.id', 's.app_id')
+        .where('a.client_id', String(app.clientID))
+        .select('s.*');
+      expect(stored).to.have.length(1);
+      expect(stored[0].digest).to.equal(createHash('sha256').update(secret).digest('base64url'));
+      const everything = JSON.stringify([
+        await t.db('oauth_app_secrets').select(),
+        await t.db('oauth_apps').select(),
+        await t.db('audit_events').select(),
+      ]);
+      expect(everything).to.not.include(secret);
+      expect(everything).to.not.include(secret.slice(3, 33));
+      if (kind === 'sqlite') {
+        const file = t.url.slice('sqlite:'.length);
+        for (const f of [file, `${file}-wal`]) {
+          if (existsSync(f)) expect(readFileSync(f).includes(secret.slice(3, 33)), f).to.equal(false);
+        }
+      }
+    });
+
+    it('token create prints an ha_ token once, stores only its digest, and the bearer lookup finds it as its user', async () => {
+      const user = await makeUser(t.db);
+      const created = json(
+        await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'ci', '--scope', 'groups:read-only groups:read-write', '--expires-in-days', '30', '--json']),
+      );
+      expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt');
+      expect(created).to.include({ name: 'ci', lastUsedAt: null });
+      expect(created.scopes).to.deep.equal(['groups:read-only', 'groups:read-write']);
+      const token = String(created.token);
+      expect(token).to.match(/^ha_[0-9A-Za-z]{36}$/);
+      const days = (Date.parse(String(created.expiresAt)) - Date.now()) / 86_400_000;
+      expect(days).to.be.within(29.9, 30.1);
+      const rows = await t.db('personal_access_tokens').select();
+      expect(JSON.stringify(rows)).to.not.include(token.slice(3, 33));
+      const found = await findAccessTokenByDigest(t.db, createHash('sha256').update(token).digest('base64url'));
+      expect(found?.user_id, 'the bearer check finds it as its user').to.equal(user.id);
+    });
+
+    it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {
+      const user = await makeUser(t.db);
+      expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
+      expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
+      expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
+    });
+
+    it('keys rotate adds a signing key', async () => {
+      const count = async () => Number(((await t.db('keys').where({ kind: 'signing' }).count({ n: '*' }).first()) as { n: number | string }).n);
+      const before = await count();
+      const { kid } = json(await idp(t.url, ['keys', 'rotate', '--json']));
+      expect(kid).to.be.a('string').and.not.equal('');
+      expect(await count()).to.equal(before + 1);
+      const newest = await t.db('keys').where({ kind: 'signing' }).orderBy('id', 'desc').first('material');
+      expect(JSON.parse(newest.material)).to.include({ kid, use: 'sig', alg: 'RS256' });
+    });
+  });
+}
+
+describe('idp CLI: command line and environment', () => {
+  let t: TestDatabase;
+  before(async () => {
+    t = await freshDatabase('sqlite');
+  });
+  after(async () => {
+    await t?.drop();
+  });
+
+  it('migrate applies every migration to a new database, then nothing', async () => {
+    const fresh = tmpSqliteUrl();
+    try {
+      const all = await migrationSource.getMigrations([]);
+      expect(json(await idp(fresh.url, ['migrate', '--json']))).to.deep.equal({ applied: all });
+      const again = await idp(fresh.url, ['migrate']);
+      expect(again).to.deep.include({ code: 0, stderr: '', stdout: 'the database is up to date\n' });
+      const db = createDb(fresh.url);
+      try {
+        expect(await db.schema.hasTable('oauth_app_secrets')).to.equal(true);
+      } finally {
+        await db.destroy();
+      }
+    } finally {
+      fresh.remove();
+    }
+  });
+
+  it('user create refuses an invalid username, naming --username', async () => {
+    const line = refusal(await idp(t.url, ['user', 'create', '--username', 'has space', '--email', 'x@example.test', '--password-stdin'], 'long enough\n'));
+    expect(line).to.equal('idp: --username: username may contain only letters, digits, "-", "_" and "."');
+  });
+
+  it('user create requires --password-stdin', async () => {
+    const line = refusal(await idp(t.url, ['user', 'create', '--username', `u-${unique()}`, '--email', `${unique()}@example.test`]));
+    expect(line).to.match(/^idp: --password-stdin is required/);
+  });
+
+  it('refuses a password given on the command line without echoing it', async () => {
+    const line = refusal(await idp(t.url, ['user', 'create', '--username', 'someone', '--email', 's@example.test', '--password', 'hunter2hunter2']));
+    expect(line).to.match(/^idp: --password: .*--password-stdin/);
+    expect(line).to.not.include('hunter2hunter2');
+  });
+
+  it('group create refuses an unknown owner', async () => {
+    const line = refusal(await idp(t.url, ['group', 'create', '--name', 'Team', '--path', `team-${unique()}`, '--owner', 'nobody-here']));
+    expect(line).to.equal('idp: no user "nobody-here"');
+  });
+
+  it('group add-member refuses an unknown role, naming role', async () => {
+    const owner = await makeUser(t.db);
+    const other = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const line = refusal(await idp(t.url, ['group', 'add-member', '--group', group.path, '--user', other.username, '--role', 'boss']));
+    expect(line).to.match(/^idp: (--role: )?role must be owner, maintainer or member$/);
+  });
+
+  it('app create tells a person the secret will not be shown again', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const run = await idp(t.url, ['app', 'create', '--group', group.path, '--name', 'Human', '--homepage-url', 'https://h.example.test', '--callback-url', 'https://h.example.test/cb']);
+    expect(run).to.include({ code: 0, stderr: '' });
+    const secret = /clientSecret:\s+(\S+)/.exec(run.stdout)?.[1];
+    expect(secret).to.match(SECRET_SHAPE);
+    expect(run.stdout).to.match(/clientID:\s+\S+/);
+    expect(run.stdout).to.match(/will not be shown again/);
+  });
+
+  it('refuses an unknown command and lists the commands', async () => {
+    const line = refusal(await idp(t.url, ['frob']));
+    expect(line).to.match(/^idp: unknown command "frob"; try: migrate, user create, /);
+  });
+
+  it('refuses a malformed DATABASE_URL, naming it', async () => {
+    const line = refusal(await idp('mysql://db.example.test/idp', ['migrate']));
+    expect(line).to.match(/^idp: DATABASE_URL=/);
+  });
+
+  it('prints its usage on --help', async () => {
+    const run = await idp(t.url, ['--help']);
+    expect(run).to.include({ code: 0, stderr: '' });
+    for (const command of ['migrate', 'user create', 'group create', 'group add-member', 'app create', 'keys rotate']) {
+      expect(run.stdout).to.include(`  ${command}`);
+    }
+  });
+});

@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+/** The ConfigError loadConfig throws for this environment (fails the test if it throws none). */
+function configError(env: Record<string, string>): ConfigError {
+  let thrown: unknown;
+  try {
+    loadConfig(env);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).to.be.instanceOf(ConfigError);
+  return thrown as ConfigError;
+}
+
+describe('loadConfig', () => {
+  it('uses the defaults of CONTRACT §1 for an empty environment', () => {
+    expect(loadConfig({})).to.deep.equal({
+      env: 'development',
+      port: 3000,
+      host: '127.0.0.1',
+      issuer: 'http://localhost:3000',
+      databaseUrl: 'sqlite:./data/idp.sqlite3',
+      redisUrl: undefined,
+      signup: 'open',
+      logLevel: 'info',
+    });
+  });
+
+  it('derives the default issuer from PORT', () => {
+    expect(loadConfig({ PORT: '8080' }).issuer).to.equal('http://localhost:8080');
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ PORT: '', REDIS_URL: '', DATABASE_URL: '' })).to.include({ port: 3000, redisUrl: undefined, databaseUrl: 'sqlite:./data/idp.sqlite3' });
+  });
+
+  it('accepts good values of every variable', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      PORT: '8443',
+      HOST: '0.0.0.0',
+      ISSUER: 'https://id.example.com/',
+      DATABASE_URL: 'postgres://idp@db.internal:5432/idp',
+      REDIS_URL: 'redis://cache:6379/2',
+      SIGNUP: 'closed',
+    });
+    expect(config).to.include({
+      env: 'production',
+      port: 8443,
+      host: '0.0.0.0',
+      issuer: 'https://id.example.com',
+      databaseUrl: 'postgres://idp@db.internal:5432/idp',
+      redisUrl: 'redis://cache:6379/2',
+      signup: 'closed',
+    });
+  });
+
+  const bad: Array<[string, Record<string, string>]> = [
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://' }],
+    ['DATABASE_URL', { DATABASE_URL: 'sqlite:' }],
+    ['REDIS_URL', { REDIS_URL: 'http://x' }],
+    ['SIGNUP', { SIGNUP: 'maybe' }],
+    ['ISSUER', { ISSUER: 'not-a-url' }],
+    ['ISSUER', { NODE_ENV: 'production', ISSUER: 'http://id.example.com' }],
+    ['ISSUER', { NODE_ENV: 'production' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+  ];
+  for (const [variable, env] of bad) {
+    it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
+      const err = configError(env);
+      expect(err.message).to.match(new RegExp(`^${variable}=`));
+      expect(err.message).to.not.match(/[\r\n]/);
+    });
+  }
+});
