@@ -33,7 +33,10 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
       const e = err as { status?: number; expose?: boolean; type?: string; message?: string };
       if (e.status === 413) return fail(ctx, 413, 'payload_too_large', 'the request body must be at most 64 KiB');
       if (e.status === 415) return fail(ctx, 415, 'unsupported_media_type', 'the request body must be application/json');
-      if (e.status === 400 && e.expose) return fail(ctx, 400, 'invalid_request', 'the request body is not valid JSON');
+      // The JSON body parser throws a SyntaxError with status 400 (and no `expose`) for malformed JSON or a JSON scalar.
+      if (e.status === 400 && (e.expose || err instanceof SyntaxError)) {
+        return fail(ctx, 400, 'invalid_request', 'the request body is not valid JSON, or not a JSON object');
+      }
       if (isStorageOutage(err)) {
         onFault(err, ctx);
         return fail(ctx, 503, 'temporarily_unavailable', 'storage is unreachable, try again shortly');

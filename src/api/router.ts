@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
+import { appsApi } from './apps/routes.js';
 import { bearerAuth } from './auth.js';
 import { apiErrors } from './errors.js';
 import { groupsApi } from './groups/routes.js';
@@ -47,7 +48,11 @@ function apiRouter(deps: { db: Knex; provider: Provider; issuer: string }): Rout
   router.use(jsonBodiesOnly);
   router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
 
-  for (const routes of [groupsApi({ db: deps.db, issuer: deps.issuer, realm }), userApi({ db: deps.db, realm })]) {
+  for (const routes of [
+    groupsApi({ db: deps.db, issuer: deps.issuer, realm }),
+    userApi({ db: deps.db, realm }),
+    appsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
+  ]) {
     router.use(routes.routes());
   }
   return router;

@@ -54,6 +54,12 @@ export const appFieldsSchema = z.strictObject({
 });
 export type AppFields = z.input<typeof appFieldsSchema>;
 
+/**
+ * An edit names only the fields it changes. The description's default ('') is dropped here: with
+ * it, an edit that leaves the description out would silently empty it.
+ */
+export const appChangesSchema = appFieldsSchema.partial().extend({ description: rules.description.unwrap().optional() });
+
 function safeUrl(value: string): URL | undefined {
   try {
     return new URL(value);
@@ -112,19 +118,19 @@ export async function authorizeApplication(db: Knex, actor: Actor, clientId: str
 
 export async function updateApplication(db: Knex, actor: Actor, clientId: string, input: unknown): Promise<apps.AppRow> {
   const app = await authorizeApplication(db, actor, clientId);
-  const data = rules.parse(appFieldsSchema.partial(), input);
+  const data = rules.parse(appChangesSchema, input);
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
     description: data.description ?? app.description,
     callback_url: data.callbackURL ?? app.callback_url,
   };
+  const at = now();
   await db.transaction(async (trx) => {
-    const at = now();
     await apps.updateApp(trx, app.id, { ...fields, at });
     await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
   });
-  return { ...app, ...fields };
+  return { ...app, ...fields, updated_at: at };
 }
 
 export async function generateClientSecret(db: Knex, actor: Actor, clientId: string): Promise<NewSecret> {

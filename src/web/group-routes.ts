@@ -1,5 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type { Context } from 'koa';
+import type { Knex } from 'knex';
 import { listAudit, type AuditRow } from '../db/audit.js';
 import { findGroupByPath, findRole, listMembers, pageGroupsOfUser, type GroupRow } from '../db/groups.js';
 import { toIso } from '../db/time.js';
@@ -48,24 +49,7 @@ type Ctx = RouterContext;
 export function groupRoutes(deps: WebDeps): Router {
   const { db } = deps;
   const router = new Router();
-
-  /**
-   * Sign-in first (so a signed-out visitor learns nothing about which paths exist), then the
-   * group, then the policy. An unknown path and a group the actor cannot see read the same.
-   */
-  async function loadGroup(ctx: Ctx, action: GroupAction) {
-    const actor = actorOf(ctx);
-    const path = rules.groupPath.safeParse(ctx.params.path?.toLowerCase());
-    const found = path.success ? await findGroupByPath(db, path.data) : undefined;
-    if (!found) throw groupNotFound();
-    try {
-      const { group, role } = await authorizeGroup(db, actor, found.id, action);
-      return { actor, group, role };
-    } catch (err) {
-      if (err instanceof NotFoundError) throw groupNotFound();
-      throw err;
-    }
-  }
+  const loadGroup = (ctx: Ctx, action: GroupAction) => loadPageGroup(db, ctx, action);
 
   function settingsUrl(group: GroupRow, tab = ''): string {
     return `/groups/${encodeURIComponent(group.path)}/settings${tab ? `/${tab}` : ''}`;
@@ -229,13 +213,28 @@ export function groupRoutes(deps: WebDeps): Router {
     render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
   });
 
-  // Settings: Developer. A placeholder until the OAuth applications pages take this route over.
-  router.get('/groups/:path/settings/developer', async (ctx) => {
-    const { group } = await loadGroup(ctx, 'manage-apps');
-    render(ctx, 'groups/settings/developer', { title: `Developer · ${group.name}`, group, tab: 'developer' });
-  });
+  // Settings: Developer lives in app-routes.ts.
 
   return router;
+}
+
+/**
+ * The group of a page's `:path`, for `action`. Sign-in first (so a signed-out visitor learns
+ * nothing about which paths exist), then the group, then the policy. An unknown path and a group
+ * the actor cannot see read the same.
+ */
+export async function loadPageGroup(db: Knex, ctx: Ctx, action: GroupAction) {
+  const actor = actorOf(ctx);
+  const path = rules.groupPath.safeParse(ctx.params.path?.toLowerCase());
+  const found = path.success ? await findGroupByPath(db, path.data) : undefined;
+  if (!found) throw groupNotFound();
+  try {
+    const { group, role } = await authorizeGroup(db, actor, found.id, action);
+    return { actor, group, role };
+  } catch (err) {
+    if (err instanceof NotFoundError) throw groupNotFound();
+    throw err;
+  }
 }
 
 function groupNotFound(): NotFoundError {

@@ -1,0 +1,210 @@
+import Router, { type RouterContext } from '@koa/router';
+import type Provider from 'oidc-provider';
+import { findAppByClientId, listSecrets, pageAppsOfGroup, type AppRow } from '../db/apps.js';
+import type { GroupRow } from '../db/groups.js';
+import { AppError, ConflictError, NotFoundError } from '../errors.js';
+import { presentApp, presentSecret } from '../presenters/app.js';
+import {
+  createApplication,
+  deleteApplication,
+  generateClientSecret,
+  MAX_ACTIVE_SECRETS,
+  revokeClientSecret,
+  updateApplication,
+  type NewSecret,
+} from '../services/apps.js';
+import { formFields, type WebDeps } from './context.js';
+import { loadPageGroup } from './group-routes.js';
+import { render } from './render.js';
+
+type Ctx = RouterContext;
+
+/** The four fields of CONTRACT §3, with the seed's labels; the form field names are the API's. */
+const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL'] as const;
+type AppForm = Record<(typeof FIELDS)[number], string>;
+
+const NOTICES: Record<string, string> = {
+  updated: 'Application updated.',
+  'secret-revoked': 'Client secret revoked. It no longer authenticates.',
+  deleted: 'Application deleted. Its codes and tokens no longer work.',
+};
+
+/** The Developer page shows at most this many applications; the API pages through any number. */
+const LIST_LIMIT = 200;
+
+function appForm(ctx: Ctx): AppForm {
+  const form = formFields(ctx);
+  return { name: form.name ?? '', homepageURL: form.homepageURL ?? '', description: form.description ?? '', callbackURL: form.callbackURL ?? '' };
+}
+
+function formOf(app: AppRow): AppForm {
+  return { name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url };
+}
+
+/** A path segment that cannot be a secret id is the same as an unknown secret. */
+function secretId(ctx: Ctx): number {
+  const raw = String(ctx.params.secretId ?? '');
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new NotFoundError('no such client secret');
+  return Number(raw);
+}
+
+/**
+ * Group settings → Developer: the OAuth applications of a group (CONTRACT §3). Owners only, by
+ * the same policy as the API (the services check it again on every change). A secret appears
+ * once, in the response of the POST that made it, never in a URL or a redirect.
+ */
+export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
+  const { db, provider } = deps;
+  const router = new Router({ prefix: '/groups/:path/settings/developer' });
+
+  const developerUrl = (group: GroupRow) => `/groups/${encodeURIComponent(group.path)}/settings/developer`;
+  const appUrl = (group: GroupRow, app: AppRow) => `${developerUrl(group)}/apps/${encodeURIComponent(app.client_id)}`;
+
+  function notice(ctx: Ctx): string | null {
+    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
+    return NOTICES[key] ?? null;
+  }
+
+  /**
+   * The group of the URL (owners only), then the application of the URL, which must belong to
+   * that group: an application of another group under this group's address is a 404, whoever asks.
+   */
+  async function loadApp(ctx: Ctx) {
+    const { actor, group } = await loadPageGroup(db, ctx, 'manage-apps');
+    const clientId = String(ctx.params.clientId ?? '');
+    const app = clientId.length <= 64 ? await findAppByClientId(db, clientId) : undefined;
+    if (!app || Number(app.group_id) !== Number(group.id)) throw new NotFoundError('This group has no application at this address.');
+    return { actor, group, app };
+  }
+
+  async function renderEdit(
+    ctx: Ctx,
+    group: GroupRow,
+    app: AppRow,
+    extra: { values?: AppForm; errors?: Record<string, string>; newSecret?: NewSecret; problem?: string; flash?: string } = {},
+    status = 200,
+  ) {
+    const secrets = (await listSecrets(db, app.id)).map(presentSecret);
+    render(ctx, 'groups/settings/app', {
+      title: `${app.name} · Developer · ${group.name}`,
+      group,
+      tab: 'developer',
+      app: presentApp(app),
+      appUrl: appUrl(group, app),
+      developerUrl: developerUrl(group),
+      secrets,
+      canGenerate: secrets.length < MAX_ACTIVE_SECRETS,
+      maxSecrets: MAX_ACTIVE_SECRETS,
+      newSecret: extra.newSecret ?? null,
+      problem: extra.problem ?? null,
+      values: extra.values ?? formOf(app),
+      errors: extra.errors ?? {},
+      flash: extra.flash ?? notice(ctx),
+    }, status);
+  }
+
+  function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm; errors?: Record<string, string> } = {}, status = 200) {
+    render(ctx, 'groups/settings/app-new', {
+      title: `New application · ${group.name}`,
+      group,
+      tab: 'developer',
+      developerUrl: developerUrl(group),
+      values: extra.values ?? { name: '', homepageURL: '', description: '', callbackURL: '' },
+      errors: extra.errors ?? {},
+    }, status);
+  }
+
+  /** A service error about one field of the form goes next to it; any other propagates to the error page. */
+  function fieldErrors(err: unknown): Record<string, string> {
+    if (err instanceof AppError && err.field && (FIELDS as readonly string[]).includes(err.field)) return { [err.field]: err.message };
+    throw err;
+  }
+
+  router.get('/', async (ctx) => {
+    const { group } = await loadPageGroup(db, ctx, 'manage-apps');
+    const { total, items } = await pageAppsOfGroup(db, group.id, { limit: LIST_LIMIT, offset: 0 });
+    render(ctx, 'groups/settings/developer', {
+      title: `Developer · ${group.name}`,
+      group,
+      tab: 'developer',
+      apps: items.map((app) => ({ ...presentApp(app), url: appUrl(group, app) })),
+      total,
+      developerUrl: developerUrl(group),
+      flash: notice(ctx),
+    });
+  });
+
+  router.get('/apps/new', async (ctx) => {
+    const { group } = await loadPageGroup(db, ctx, 'manage-apps');
+    renderNew(ctx, group);
+  });
+
+  router.post('/apps', async (ctx) => {
+    const { actor, group } = await loadPageGroup(db, ctx, 'manage-apps');
+    const values = appForm(ctx);
+    let created: Awaited<ReturnType<typeof createApplication>>;
+    try {
+      created = await createApplication(db, actor, group.id, values);
+    } catch (err) {
+      renderNew(ctx, group, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      return;
+    }
+    await renderEdit(ctx, group, created.app, { newSecret: created.secret, flash: 'Application created.' }, 201);
+  });
+
+  router.get('/apps/:clientId', async (ctx) => {
+    const { group, app } = await loadApp(ctx);
+    await renderEdit(ctx, group, app);
+  });
+
+  router.post('/apps/:clientId', async (ctx) => {
+    const { actor, group, app } = await loadApp(ctx);
+    const values = appForm(ctx);
+    try {
+      await updateApplication(db, actor, app.client_id, values);
+    } catch (err) {
+      await renderEdit(ctx, group, app, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      return;
+    }
+    ctx.redirect(`${appUrl(group, app)}?notice=updated`);
+  });
+
+  router.post('/apps/:clientId/secrets', async (ctx) => {
+    const { actor, group, app } = await loadApp(ctx);
+    let secret: NewSecret;
+    try {
+      secret = await generateClientSecret(db, actor, app.client_id);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      await renderEdit(ctx, group, app, { problem: `Could not generate a new client secret: ${err.message}.` }, err.status);
+      return;
+    }
+    await renderEdit(ctx, group, app, { newSecret: secret, flash: 'New client secret generated.' }, 201);
+  });
+
+  router.post('/apps/:clientId/secrets/:secretId/revoke', async (ctx) => {
+    const { actor, group, app } = await loadApp(ctx);
+    await revokeClientSecret(db, actor, app.client_id, secretId(ctx));
+    ctx.redirect(`${appUrl(group, app)}?notice=secret-revoked`);
+  });
+
+  // Deleting asks first on a page of its own, so a stray click (or a page without scripts) cannot delete.
+  router.get('/apps/:clientId/delete', async (ctx) => {
+    const { group, app } = await loadApp(ctx);
+    render(ctx, 'groups/settings/app-delete', {
+      title: `Delete ${app.name}? · ${group.name}`,
+      group,
+      tab: 'developer',
+      app: presentApp(app),
+      appUrl: appUrl(group, app),
+    });
+  });
+
+  router.post('/apps/:clientId/delete', async (ctx) => {
+    const { actor, group, app } = await loadApp(ctx);
+    await deleteApplication(db, provider, actor, app.client_id);
+    ctx.redirect(`${developerUrl(group)}?notice=deleted`);
+  });
+
+  return router;
+}
