@@ -52,6 +52,11 @@ export function tokenRequestParams(tokenPath: string) {
     params.grant_type ??= 'authorization_code';
     (ctx.req as typeof ctx.req & { body?: Params }).body = params;
     ctx.req.headers['content-type'] = FORM;
+    // A bodiless POST (the README's `curl -X POST "…/access_token?client_id=…"`) carries neither
+    // Content-Length nor Transfer-Encoding, and without one the library sees no body at all.
+    if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
+      ctx.req.headers['content-length'] = '0';
+    }
     return next();
   };
 }
