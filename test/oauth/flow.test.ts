@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { UserAgent } from '../helpers/browser-less.js';
@@ -49,6 +50,34 @@ for (const profile of profiles()) {
       expect(isWellFormedToken(String(body.access_token), 'ho_')).to.equal(true);
       expect(isWellFormedToken(String(body.refresh_token), 'hr_')).to.equal(true);
       expect(body).not.to.have.property('id_token');
+    });
+
+    it('exchanges a code sent as `curl -X POST "…?client_id=…"` sends it: no body, no Content-Length', async () => {
+      const agent = new UserAgent(server.url);
+      const callback = await runAuthorization(agent, {
+        clientId: fixture.clientId,
+        redirectUri: fixture.redirectUri,
+        login: { login: fixture.user.username, password: fixture.user.password },
+      });
+      const query = new URLSearchParams({
+        client_id: fixture.clientId,
+        client_secret: fixture.clientSecret,
+        code: callback.searchParams.get('code')!,
+        redirect_uri: fixture.redirectUri,
+      });
+      const { host, port } = new URL(server.url);
+      // Written by hand: fetch and node:http would both add a Content-Length: 0.
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), new URL(server.url).hostname);
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString('utf8')));
+        socket.on('end', () => resolve(received));
+        socket.on('error', reject);
+        socket.write(`POST /login/oauth/access_token?${query} HTTP/1.1\r\nHost: ${host}\r\nAccept: */*\r\nConnection: close\r\n\r\n`);
+      });
+      expect(raw.split('\r\n')[0], raw).to.equal('HTTP/1.1 200 OK');
+      const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+      expect(isWellFormedToken(String(body.access_token), 'ho_')).to.equal(true);
     });
   });
 }
