@@ -1,4 +1,4 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
 import { assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
@@ -45,15 +45,37 @@ const CONSUME = `
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'consumed', ARGV[1]) end
 `;
 
-// Server time, so the set's expiry and its entries' TTLs are measured on the same clock. Dead
-// members are dropped so a long-lived grant's set does not grow with every refresh.
-const ADD_TO_GRANT = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZADD', KEYS[1], ARGV[2] == '' and '+inf' or now + ARGV[2], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2]
-if last == 'inf' then redis.call('PERSIST', KEYS[1]) elseif last then redis.call('PEXPIREAT', KEYS[1], last) end
+// A save, whole, in one command: the entry (replaced with its `consumed` and TTL: DEL first),
+// its uid/userCode indexes, and its grant's set. Server time, so the set's expiry and its
+// entries' TTLs are measured on the same clock; dead members are dropped so a long-lived grant's
+// set does not grow with every refresh.
+// KEYS[1] entry; ARGV: prefix, payload, ttl in ms ('' for none), grantId, uid, userCode ('' when absent).
+const UPSERT = `
+local key, prefix, ttl = KEYS[1], ARGV[1], ARGV[3]
+local indexes = { grantId = ARGV[4], uid = ARGV[5], userCode = ARGV[6] }
+local fields = { 'payload', ARGV[2] }
+for _, name in ipairs({ 'grantId', 'uid', 'userCode' }) do
+  if indexes[name] ~= '' then fields[#fields + 1] = name; fields[#fields + 1] = indexes[name] end
+end
+redis.call('DEL', key)
+redis.call('HSET', key, unpack(fields))
+if ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
+for _, name in ipairs({ 'uid', 'userCode' }) do
+  if indexes[name] ~= '' then
+    local index = prefix .. name .. ':' .. indexes[name]
+    redis.call('SET', index, key)
+    if ttl ~= '' then redis.call('PEXPIRE', index, ttl) end
+  end
+end
+if indexes.grantId ~= '' then
+  local grant = prefix .. 'grant:' .. indexes.grantId
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call('ZADD', grant, ttl == '' and '+inf' or now + ttl, key)
+  redis.call('ZREMRANGEBYSCORE', grant, '-inf', now)
+  local last = redis.call('ZRANGE', grant, -1, -1, 'WITHSCORES')[2]
+  if last == 'inf' then redis.call('PERSIST', grant) elseif last then redis.call('PEXPIREAT', grant, last) end
+end
 `;
 
 // Follows an index to its entry in one round trip.
@@ -64,24 +86,35 @@ return redis.call('HMGET', key, 'payload', 'consumed', ARGV[1])
 `;
 
 type Stored = string | null;
+type Script = (...args: Array<string | number>) => Promise<unknown>;
 
-/** MULTI reports a failed command in its reply instead of rejecting. */
-async function execOrThrow(tx: ChainableCommander): Promise<void> {
-  const failed = (await tx.exec())?.find(([err]) => err);
-  if (failed) throw failed[0];
+/**
+ * A Lua script sent by its SHA1 (EVALSHA, loaded once per server): saves, consumes and
+ * revocations are on the token endpoint's path, and sending the source every time costs both sides.
+ */
+function script(redis: Redis, name: string, lua: string): Script {
+  const command = `idp${name}`;
+  if (!(command in redis)) redis.defineCommand(command, { numberOfKeys: 1, lua });
+  const run = (redis as unknown as Record<string, Script>)[command]!;
+  return (...args) => run.apply(redis, args);
 }
 
 /** oidc-provider storage in Redis, keyed by digest(id); expiry is Redis's own. */
 export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPrefix?: string } = {}): (model: string) => Adapter {
   const grantKey = (grantId: string) => `${keyPrefix}grant:${grantId}`;
   const indexKey = (field: 'uid' | 'userCode', value: string) => `${keyPrefix}${field}:${value}`;
+  const upsert = script(redis, 'Upsert', UPSERT);
+  const consume = script(redis, 'Consume', CONSUME);
+  const destroy = script(redis, 'Destroy', DESTROY);
+  const revoke = script(redis, 'Revoke', REVOKE);
+  const findByIndexKey = script(redis, 'FindByIndex', FIND_BY_INDEX);
 
   return (model) => {
     assertStoredModel(model);
     const entryKey = (id: string) => `${keyPrefix}${model}:${digest(id)}`;
 
     async function findByIndex(field: 'uid' | 'userCode', value: string): Promise<AdapterPayload | undefined> {
-      const found = (await redis.eval(FIND_BY_INDEX, 1, indexKey(field, value), field)) as [Stored, Stored, Stored] | null;
+      const found = (await findByIndexKey(indexKey(field, value), field)) as [Stored, Stored, Stored] | null;
       if (!found) return undefined;
       const [payload, consumed, indexed] = found;
       return payload && indexed === value ? fromStored(payload, consumed) : undefined;
@@ -89,20 +122,9 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
 
     return {
       async upsert(id, payload, expiresIn) {
-        const key = entryKey(id);
-        const indexes = indexesOf(model, payload);
-        const ttl = typeof expiresIn === 'number' ? Math.round(expiresIn * 1000) : undefined;
-        // DEL first: a re-save replaces the entry whole, `consumed` and TTL included.
-        const tx = redis.multi().del(key).hset(key, { payload: toStored(payload), ...indexes });
-        if (ttl !== undefined) tx.pexpire(key, ttl);
-        for (const field of ['uid', 'userCode'] as const) {
-          const value = indexes[field];
-          if (!value) continue;
-          tx.set(indexKey(field, value), key);
-          if (ttl !== undefined) tx.pexpire(indexKey(field, value), ttl);
-        }
-        if (indexes.grantId) tx.eval(ADD_TO_GRANT, 1, grantKey(indexes.grantId), key, ttl ?? '');
-        await execOrThrow(tx);
+        const { grantId, uid, userCode } = indexesOf(model, payload);
+        const ttl = typeof expiresIn === 'number' ? Math.round(expiresIn * 1000) : '';
+        await upsert(entryKey(id), keyPrefix, toStored(payload), ttl, grantId ?? '', uid ?? '', userCode ?? '');
       },
 
       async find(id) {
@@ -114,15 +136,15 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
       findByUserCode: (userCode) => findByIndex('userCode', userCode),
 
       async consume(id) {
-        await redis.eval(CONSUME, 1, entryKey(id), nowSeconds());
+        await consume(entryKey(id), nowSeconds());
       },
 
       async destroy(id) {
-        await redis.eval(DESTROY, 1, entryKey(id), keyPrefix);
+        await destroy(entryKey(id), keyPrefix);
       },
 
       async revokeByGrantId(grantId) {
-        await redis.eval(REVOKE, 1, grantKey(grantId), keyPrefix, grantId);
+        await revoke(grantKey(grantId), keyPrefix, grantId);
       },
     };
   };

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { findAccessTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
 import { touchUserGrant } from '../db/grants.js';
 import { now } from '../db/time.js';
 import type { Scope } from '../provider/scopes.js';
@@ -55,7 +55,7 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
   }
 
   async function personalToken(value: string): Promise<ApiAuth | undefined> {
-    const row = await findAccessTokenByDigest(deps.db, digest(value));
+    const row = await findBearerTokenByDigest(deps.db, digest(value));
     if (!row) return undefined;
     if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
     recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));

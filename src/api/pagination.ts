@@ -30,14 +30,16 @@ export function parsePage(ctx: Context): Page {
 /** Writes the `{data: {total, items}, pageNumber, pageSize}` envelope and the RFC 8288 Link header. */
 export function sendPage<T>(ctx: Context, base: string, page: Page, result: { total: number; items: T[] }): void {
   const last = Math.max(1, Math.ceil(result.total / page.pageSize));
+  // One URL and one parameter list for all the links (this runs on every list call).
+  const target = new URL(ctx.path, base).href;
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(ctx.query)) {
+    if (typeof value === 'string' && key !== 'pageNumber' && key !== 'pageSize') params.set(key, value);
+  }
   const link = (n: number, rel: string) => {
-    const url = new URL(ctx.path, base);
-    for (const [key, value] of Object.entries(ctx.query)) {
-      if (typeof value === 'string' && key !== 'pageNumber' && key !== 'pageSize') url.searchParams.set(key, value);
-    }
-    url.searchParams.set('pageNumber', String(n));
-    url.searchParams.set('pageSize', String(page.pageSize));
-    return `<${url}>; rel="${rel}"`;
+    params.set('pageNumber', String(n));
+    params.set('pageSize', String(page.pageSize));
+    return `<${target}?${params}>; rel="${rel}"`;
   };
   const links = [link(1, 'first')];
   if (page.pageNumber > 1) links.push(link(Math.min(page.pageNumber - 1, last), 'prev'));

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isPostgres } from './knex.js';
 
 export interface AccessTokenRow {
   id: number;
@@ -13,9 +14,25 @@ export interface AccessTokenRow {
 
 const COLUMNS = ['id', 'user_id', 'name', 'scopes', 'created_at', 'last_used_at', 'expires_at'];
 
-/** The bearer check's one query: by digest, on a unique index. */
+/** A personal access token by the digest of its value. */
 export function findAccessTokenByDigest(db: Knex, digest: string): Promise<Omit<AccessTokenRow, 'digest'> | undefined> {
   return db('personal_access_tokens').where({ digest }).first(COLUMNS);
+}
+
+/**
+ * The bearer check's one query, on every API call with an `ha_` token: by digest, on a unique
+ * index, only what the check needs. Written out rather than built with knex on every call, and a
+ * named prepared statement on PostgreSQL (parsed and planned once per connection; SQLite ignores
+ * the name): see docs/benchmarks.md.
+ */
+const BEARER_SQL = 'select id, user_id, scopes, expires_at from personal_access_tokens where digest = ? limit 1';
+
+export async function findBearerTokenByDigest(
+  db: Knex,
+  digest: string,
+): Promise<Pick<AccessTokenRow, 'id' | 'user_id' | 'scopes' | 'expires_at'> | undefined> {
+  const result = await db.raw(BEARER_SQL, [digest]).options({ name: 'bearer_token_by_digest' });
+  return (isPostgres(db) ? result.rows : result)[0];
 }
 
 export function listAccessTokens(db: Knex, userId: number): Promise<Array<Omit<AccessTokenRow, 'digest'>>> {

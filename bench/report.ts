@@ -1,0 +1,109 @@
+import { CEILING_OF, type Row } from './scenarios.js';
+
+/** The results table and the targets of the issue, as Markdown (printed and written to docs/benchmarks.md). */
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
+const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? fmt(n) : fmt(n, 1)) : 'n/a');
+
+function find(rows: Row[], profile: Row['profile'], scenario: Row['scenario']): Row | undefined {
+  return rows.find((r) => r.profile === profile && r.scenario === scenario);
+}
+
+/** A scenario of ours over its ceiling as measured right before it, in the same profile's section. */
+export function ratioOf(rows: Row[], row: Row): number | undefined {
+  const ceilingName = CEILING_OF[row.scenario];
+  const ceiling = ceilingName && find(rows, row.profile, ceilingName);
+  return ceiling && ceiling.m.rate > 0 ? row.m.rate / ceiling.m.rate : undefined;
+}
+
+export function resultsTable(rows: Row[]): string {
+  const lines = [
+    '| profile | scenario | what | rate | p50 ms | p99 ms | errors | ratio to ceiling | server CPU µs each | RSS after MB | notes |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const row of rows) {
+    const ratio = row.scenario.startsWith('ceiling-') ? undefined : ratioOf(rows, row);
+    const ceiling = CEILING_OF[row.scenario];
+    lines.push(
+      `| ${row.profile} | \`${row.scenario}\` | ${row.label} | ${fmt(row.m.rate, row.m.rate < 100 ? 1 : 0)} ${row.unit} | ${ms(row.m.p50)} | ${ms(row.m.p99)} | ${row.m.errors} | ` +
+        `${ratio === undefined ? (row.scenario.startsWith('ceiling-') ? '—' : 'n/a') : `${ratio.toFixed(2)} × ${ceiling}`} | ${row.m.cpuMicros === undefined ? 'n/a' : fmt(row.m.cpuMicros)} | ${fmt(row.rssMB)} | ${row.note ?? ''} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+interface Verdict {
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+const mark = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? '**met**' : '**missed**');
+
+/** The issue's targets, judged on one profile's rows (they are stated for PostgreSQL + Redis). */
+export function targets(rows: Row[], profile: Row['profile']): Verdict[] {
+  const out: Verdict[] = [];
+  const get = (s: Row['scenario']) => find(rows, profile, s);
+  for (const scenario of ['api-ho', 'api-ha'] as const) {
+    const row = get(scenario);
+    const ratio = row && ratioOf(rows, row);
+    out.push({
+      target: `\`${scenario}\` ≥ 0.8 × ceiling-io, p99 ≤ 25 ms, 0 errors`,
+      measured: row ? `${ratio?.toFixed(2) ?? 'n/a'} ×, p99 ${ms(row.m.p99)} ms, ${row.m.errors} errors` : '',
+      met: row && ratio !== undefined ? ratio >= 0.8 && row.m.p99 <= 25 && row.m.errors === 0 : undefined,
+    });
+  }
+  const exchange = get('exchange');
+  const exchangeRatio = exchange && ratioOf(rows, exchange);
+  out.push({
+    target: '`exchange` ≥ 0.8 × ceiling-oidc-exchange',
+    measured: exchange ? `${exchangeRatio?.toFixed(2) ?? 'n/a'} × (${fmt(exchange.m.rate)}/s), ${exchange.m.errors} errors` : '',
+    met: exchange && exchangeRatio !== undefined ? exchangeRatio >= 0.8 && exchange.m.errors === 0 : undefined,
+  });
+  const flow = get('flow');
+  const flowRatio = flow && ratioOf(rows, flow);
+  const noKdf = get('flow-no-kdf');
+  const noKdfRatio = noKdf && ratioOf(rows, noKdf);
+  out.push({
+    target: '`flow` ≥ 0.7 × ceiling-oidc-flow',
+    measured: flow
+      ? `${flowRatio?.toFixed(3) ?? 'n/a'} × (${fmt(flow.m.rate, 1)}/s)` + (noKdf ? `; without the KDF (\`flow-no-kdf\`, not a target): ${noKdfRatio?.toFixed(2) ?? 'n/a'} ×` : '')
+      : '',
+    met: flow && flowRatio !== undefined ? flowRatio >= 0.7 && flow.m.errors === 0 : undefined,
+  });
+  const small = get('api-ho');
+  const large = get('growth-groups');
+  out.push({
+    target: 'API p50 with the grown groups table ≤ 1.5 × p50 with the base one',
+    measured: small && large ? `${ms(large.m.p50)} ms vs ${ms(small.m.p50)} ms (${(large.m.p50 / small.m.p50).toFixed(2)} ×); rate ${(large.m.rate / small.m.rate).toFixed(2)} ×` : '',
+    met: small && large ? large.m.p50 <= 1.5 * small.m.p50 : undefined,
+  });
+  const grown = get('growth-tokens');
+  out.push({
+    target: 'exchange rate with the live tokens loaded ≥ 0.9 × the rate without',
+    measured: exchange && grown ? `${fmt(grown.m.rate)}/s vs ${fmt(exchange.m.rate)}/s (${(grown.m.rate / exchange.m.rate).toFixed(2)} ×)` : '',
+    met: exchange && grown ? grown.m.rate >= 0.9 * exchange.m.rate : undefined,
+  });
+  const last = [...rows].reverse().find((r) => r.profile === profile);
+  out.push({
+    target: 'RSS ≤ 256 MB after the whole run',
+    measured: last ? `${fmt(last.rssMB)} MB (after \`${last.scenario}\`)` : '',
+    met: last ? last.rssMB <= 256 : undefined,
+  });
+  const first = get('api-ho');
+  const again = get('api-ho-repeat');
+  out.push({
+    target: 'no memory growth across the repeated API run',
+    measured:
+      first && again
+        ? `RSS ${fmt(first.rssMB)} → ${fmt(again.rssMB)} MB; live heap after GC ${fmt(first.heapMB, 1)} → ${fmt(again.heapMB, 1)} MB`
+        : '',
+    // Growth is judged on the live heap after a full GC; RSS is shown, within 5 % as well.
+    met: first && again ? again.heapMB <= first.heapMB * 1.05 + 1 && again.rssMB <= first.rssMB * 1.05 : undefined,
+  });
+  return out;
+}
+
+export function targetsTable(verdicts: Verdict[]): string {
+  return ['| target | measured | |', '|---|---|---|', ...verdicts.map((v) => `| ${v.target} | ${v.measured || '—'} | ${mark(v.met)} |`)].join('\n');
+}

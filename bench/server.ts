@@ -1,0 +1,92 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createIdp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { bareKoa, koaWithIo, rawProvider, type Target } from './ceilings.js';
+
+/**
+ * One server under test, in a process of its own (so the load generator never shares its event
+ * loop): started by bench/targets.ts with its spec as argv[2]; reports `ready` with its URL over
+ * IPC, answers `memory`, and exits on `stop` (which is also when --cpu-prof writes its profile).
+ */
+export type ServerSpec =
+  | { kind: 'koa' }
+  | { kind: 'io'; databaseUrl: string; redisUrl: string; redisKey: string; userId: number }
+  | { kind: 'oidc' }
+  | { kind: 'idp'; databaseUrl: string; redisUrl?: string; logLevel: string };
+
+export type ToServer = { type: 'memory' } | { type: 'cpu' } | { type: 'stop' };
+export type FromServer =
+  | { type: 'ready'; url: string }
+  | { type: 'memory'; rss: number; heapUsed: number }
+  | { type: 'cpu'; micros: number };
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as ServerSpec;
+const send = (message: FromServer) => process.send?.(message);
+
+const server = createServer();
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+async function start(): Promise<Target> {
+  switch (spec.kind) {
+    case 'koa':
+      return bareKoa();
+    case 'io':
+      return koaWithIo(spec);
+    case 'oidc':
+      return rawProvider(url);
+    case 'idp': {
+      const config = loadConfig({
+        PORT: new URL(url).port,
+        ISSUER: url,
+        DATABASE_URL: spec.databaseUrl,
+        REDIS_URL: spec.redisUrl,
+        LOG_LEVEL: spec.logLevel,
+      });
+      const idp = await createIdp(config, { logger: createLogger(config.logLevel) });
+      return { callback: idp.app.callback(), close: () => idp.close() };
+    }
+    default:
+      throw new Error(`unknown server kind ${JSON.stringify(spec)}`);
+  }
+}
+
+const target = await start();
+// Handlers still running when the load generator hangs up (it closes its sockets at the end of a
+// run) are waited for on stop, so closing the storage does not fail them and log faults that are
+// not the service's.
+let inFlight = 0;
+server.on('request', (req, res) => {
+  inFlight += 1;
+  void Promise.resolve(target.callback(req, res)).finally(() => {
+    inFlight -= 1;
+  });
+});
+async function drained(limitMs: number): Promise<void> {
+  for (const started = Date.now(); inFlight > 0 && Date.now() - started < limitMs; ) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+process.on('message', (message: ToServer) => {
+  if (message.type === 'memory') {
+    const rss = process.memoryUsage.rss();
+    // Live heap after a full collection: what a leak would grow, unlike RSS, which V8 keeps.
+    (globalThis as { gc?: () => void }).gc?.();
+    send({ type: 'memory', rss, heapUsed: process.memoryUsage().heapUsed });
+  } else if (message.type === 'cpu') {
+    const { user, system } = process.cpuUsage();
+    send({ type: 'cpu', micros: user + system });
+  } else if (message.type === 'stop') {
+    server.close();
+    server.closeIdleConnections();
+    drained(5000)
+      .then(() => server.closeAllConnections())
+      .then(() => target.close())
+      .finally(() => process.exit(0));
+  }
+});
+process.on('disconnect', () => process.exit(0));
+send({ type: 'ready', url });
