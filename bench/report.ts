@@ -84,7 +84,7 @@ export function targets(rows: Row[], profile: Row['profile']): Verdict[] {
     measured: exchange && grown ? `${fmt(grown.m.rate)}/s vs ${fmt(exchange.m.rate)}/s (${(grown.m.rate / exchange.m.rate).toFixed(2)} ×)` : '',
     met: exchange && grown ? grown.m.rate >= 0.9 * exchange.m.rate : undefined,
   });
-  const last = [...rows].reverse().find((r) => r.profile === profile);
+  const last = [...rows].reverse().find((r) => r.profile === profile && !r.scenario.startsWith('ceiling-'));
   out.push({
     target: 'RSS ≤ 256 MB after the whole run',
     measured: last ? `${fmt(last.rssMB)} MB (after \`${last.scenario}\`)` : '',

@@ -11,7 +11,8 @@ function template(view: string): ejs.TemplateFunction {
   let fn = templates.get(view);
   if (!fn) {
     const filename = join(VIEWS, `${view}.ejs`);
-    fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS });
+    // cache: the partials a page includes are compiled once too, not on every render.
+    fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS, cache: true });
     templates.set(view, fn);
   }
   return fn;
