@@ -49,6 +49,52 @@ export function koaWithIo(options: { databaseUrl: string; redisUrl: string; redi
   };
 }
 
+/**
+ * ceiling-io-page: the same I/O as ceiling-io, but the query is the API's page of groups (the
+ * service's own SQL for PostgreSQL, a named statement) and the answer is those 20 groups as the
+ * API presents them: what the API's payload costs with nothing else of the service around it.
+ */
+export function koaWithIoPage(options: { databaseUrl: string; redisUrl: string; redisKey: string; userId: number }): Target {
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+  const redis = new Redis(options.redisUrl);
+  const text = [
+    'select g.id, g.name, g.path, g.description, g.visibility_level,',
+    '(extract(epoch from g.created_at) * 1000)::float8 as created_at, (extract(epoch from g.updated_at) * 1000)::float8 as updated_at,',
+    'm.role, count(*) over () as total_count',
+    'from memberships m join "groups" g on g.id = m.group_id where m.user_id = $1 order by g.id asc limit $2 offset $3',
+  ].join(' ');
+  interface Row { id: number; name: string; path: string; description: string; visibility_level: string; created_at: number; updated_at: number; role: string; total_count: string }
+  const app = new Koa();
+  app.use(async (ctx) => {
+    await redis.get(options.redisKey);
+    const { rows } = await pool.query<Row>({ name: 'page', text, values: [options.userId, 20, 0] });
+    ctx.body = {
+      data: {
+        total: Number(rows[0]?.total_count ?? 0),
+        items: rows.map((r) => ({
+          id: r.id,
+          name: r.name,
+          path: r.path,
+          description: r.description,
+          visibilityLevel: r.visibility_level,
+          createdAt: new Date(r.created_at).toISOString(),
+          updatedAt: new Date(r.updated_at).toISOString(),
+          role: r.role,
+        })),
+      },
+      pageNumber: 1,
+      pageSize: 20,
+    };
+  });
+  return {
+    callback: app.callback(),
+    async close() {
+      redis.disconnect();
+      await pool.end();
+    },
+  };
+}
+
 export const RAW_CLIENT = {
   clientId: 'bench-raw-client',
   clientSecret: 'bench-raw-client-secret-0123456789abcdefghijklmnop',

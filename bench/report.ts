@@ -44,12 +44,14 @@ const mark = (met: boolean | undefined) => (met === undefined ? 'not measured' :
 export function targets(rows: Row[], profile: Row['profile']): Verdict[] {
   const out: Verdict[] = [];
   const get = (s: Row['scenario']) => find(rows, profile, s);
+  const page = get('ceiling-io-page');
   for (const scenario of ['api-ho', 'api-ha'] as const) {
     const row = get(scenario);
     const ratio = row && ratioOf(rows, row);
+    const toPage = row && page ? `; ${(row.m.rate / page.m.rate).toFixed(2)} × ceiling-io-page (not a target)` : '';
     out.push({
       target: `\`${scenario}\` ≥ 0.8 × ceiling-io, p99 ≤ 25 ms, 0 errors`,
-      measured: row ? `${ratio?.toFixed(2) ?? 'n/a'} ×, p99 ${ms(row.m.p99)} ms, ${row.m.errors} errors` : '',
+      measured: row ? `${ratio?.toFixed(2) ?? 'n/a'} ×, p99 ${ms(row.m.p99)} ms, ${row.m.errors} errors${toPage}` : '',
       met: row && ratio !== undefined ? ratio >= 0.8 && row.m.p99 <= 25 && row.m.errors === 0 : undefined,
     });
   }

@@ -209,7 +209,7 @@ async function main(): Promise<void> {
       serverVersions.push(await databaseVersion(p.database.db));
     }
     let io: { databaseUrl: string; redisUrl: string; userId: number } | undefined;
-    if (o.databaseUrl && o.redisUrl && selected('ceiling-io')) {
+    if (o.databaseUrl && o.redisUrl && (selected('ceiling-io') || selected('ceiling-io-page'))) {
       let pgDb = prepared.get('postgres+redis');
       if (!pgDb) {
         pgDb = await prepareDatabase('postgres+redis', settings, { real: 0, noKdf: 0 });

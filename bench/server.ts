@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createIdp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { bareKoa, koaWithIo, rawProvider, type Target } from './ceilings.js';
+import { bareKoa, koaWithIo, koaWithIoPage, rawProvider, type Target } from './ceilings.js';
 
 /**
  * One server under test, in a process of its own (so the load generator never shares its event
@@ -12,7 +12,7 @@ import { bareKoa, koaWithIo, rawProvider, type Target } from './ceilings.js';
  */
 export type ServerSpec =
   | { kind: 'koa' }
-  | { kind: 'io'; databaseUrl: string; redisUrl: string; redisKey: string; userId: number }
+  | { kind: 'io' | 'io-page'; databaseUrl: string; redisUrl: string; redisKey: string; userId: number }
   | { kind: 'oidc' }
   | { kind: 'idp'; databaseUrl: string; redisUrl?: string; logLevel: string };
 
@@ -35,6 +35,8 @@ async function start(): Promise<Target> {
       return bareKoa();
     case 'io':
       return koaWithIo(spec);
+    case 'io-page':
+      return koaWithIoPage(spec);
     case 'oidc':
       return rawProvider(url);
     case 'idp': {
