@@ -5,6 +5,7 @@ import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.j
 import { touchUserGrant } from '../db/grants.js';
 import { now } from '../db/time.js';
 import type { Scope } from '../provider/scopes.js';
+import { lastUseRecorder } from '../last-use.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { BearerError } from './errors.js';
 
@@ -16,7 +17,6 @@ export interface ApiAuth {
   clientId?: string;
 }
 
-const LAST_USE_INTERVAL_MS = 60_000;
 
 /**
  * One middleware for both token kinds. `ho_` tokens are looked up through oidc-provider's own
@@ -28,19 +28,8 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
   const realm = `Bearer realm="${deps.realm}"`;
   const invalid = (description: string) =>
     new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
-  const lastUse = new Map<number | string, number>();
-
-  /**
-   * Last use is recorded at most once a minute per token (or grant) and instance, in the
-   * background, not on every request; a failed write is simply tried again next time.
-   */
-  function recordUse(key: number | string, write: () => Promise<void>): void {
-    const last = lastUse.get(key) ?? 0;
-    if (Date.now() - last <= LAST_USE_INTERVAL_MS) return;
-    if (lastUse.size >= 10_000) lastUse.clear();
-    lastUse.set(key, Date.now());
-    void write().catch(() => lastUse.delete(key));
-  }
+  // Last use of a personal token, or of an application's grant, at most once a minute.
+  const recordUse = lastUseRecorder();
 
   async function oauthToken(value: string): Promise<ApiAuth | undefined> {
     const token = await deps.provider.AccessToken.find(value);

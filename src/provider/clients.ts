@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, touchSecret } from '../db/apps.js';
 import { now } from '../db/time.js';
+import { lastUseRecorder } from '../last-use.js';
 import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
 
 /**
@@ -45,8 +46,6 @@ export function createClientAdapter(db: Knex): Adapter {
   };
 }
 
-const LAST_USE_INTERVAL_MS = 60_000;
-const lastUseWritten = new Map<number, number>();
 
 /**
  * Replaces the library's plain comparison: the presented secret's SHA-256 is compared with every
@@ -56,6 +55,7 @@ const lastUseWritten = new Map<number, number>();
  */
 export function hashedSecretComparison(db: Knex, onError: (err: unknown) => void) {
   const decoy = digest('hs_decoy');
+  const recordUse = lastUseRecorder(onError);
   return async function compareClientSecret(this: { secret_digests?: string[] }, actual: string): Promise<boolean> {
     const presented = typeof actual === 'string' && isWellFormedToken(actual, 'hs_') ? digest(actual) : decoy;
     let matchedId: number | undefined;
@@ -64,11 +64,8 @@ export function hashedSecretComparison(db: Knex, onError: (err: unknown) => void
       if (digestEquals(presented, stored) && presented !== decoy) matchedId = Number(id);
     }
     if (matchedId === undefined) return false;
-    const last = lastUseWritten.get(matchedId) ?? 0;
-    if (Date.now() - last > LAST_USE_INTERVAL_MS) {
-      lastUseWritten.set(matchedId, Date.now());
-      touchSecret(db, matchedId, now()).catch(onError);
-    }
+    const secretId = matchedId;
+    recordUse(secretId, () => touchSecret(db, secretId, now()));
     return true;
   };
 }

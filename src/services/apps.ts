@@ -8,7 +8,7 @@ import { grantIdsOfClient } from '../db/grants.js';
 import { recordAudit } from '../db/audit.js';
 import { now } from '../db/time.js';
 import { digest, generateToken } from '../tokens.js';
-import type { Actor } from './context.js';
+import { auditActorId, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
 import { authorizeGroup } from './groups.js';
 import * as rules from './rules.js';
@@ -99,11 +99,11 @@ export async function createApplication(
       homepage_url: data.homepageURL,
       description: data.description,
       callback_url: data.callbackURL,
-      created_by: actor.admin ? null : actor.userId,
+      created_by: auditActorId(actor),
       at,
     });
     const secret = await addSecret(trx, app.id, at);
-    await recordAudit(trx, { groupId, actorId: actor.admin ? null : actor.userId, action: 'app.create', target: app.client_id, details: { name: app.name }, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'app.create', target: app.client_id, details: { name: app.name }, ip: actor.ip }, at);
     return { app, secret };
   });
 }
@@ -128,7 +128,7 @@ export async function updateApplication(db: Knex, actor: Actor, clientId: string
   const at = now();
   await db.transaction(async (trx) => {
     await apps.updateApp(trx, app.id, { ...fields, at });
-    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
   });
   return { ...app, ...fields, updated_at: at };
 }
@@ -143,7 +143,7 @@ export async function generateClientSecret(db: Knex, actor: Actor, clientId: str
     }
     const at = now();
     const secret = await addSecret(trx, app.id, at);
-    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
     return secret;
   });
 }
@@ -153,7 +153,7 @@ export async function revokeClientSecret(db: Knex, actor: Actor, clientId: strin
   const app = await authorizeApplication(db, actor, clientId);
   await db.transaction(async (trx) => {
     if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
-    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
   });
 }
 
@@ -171,7 +171,7 @@ export async function deleteApplication(db: Knex, provider: Provider, actor: Act
   const grantIds = await grantIdsOfClient(db, clientId);
   await db.transaction(async (trx) => {
     await apps.deleteApp(trx, app.id);
-    await recordAudit(trx, { groupId: app.group_id, actorId: actor.admin ? null : actor.userId, action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
   });
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
 }

@@ -12,3 +12,8 @@ export interface Actor {
 export interface Services {
   db: Knex;
 }
+
+/** The user an audit record names: none for the admin CLI. */
+export function auditActorId(actor: Actor): number | null {
+  return actor.admin ? null : actor.userId;
+}

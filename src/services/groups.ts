@@ -7,7 +7,7 @@ import { recordAudit } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
-import type { Actor } from './context.js';
+import { auditActorId, type Actor } from './context.js';
 import * as rules from './rules.js';
 
 export const newGroupSchema = z.object({
@@ -47,7 +47,7 @@ export async function createGroup(db: Knex, actor: Actor, input: NewGroup): Prom
       const at = now();
       const group = await groups.insertGroup(trx, { ...data, at });
       await groups.insertMembership(trx, { groupId: group.id, userId: actor.userId, role: 'owner', at });
-      await recordAudit(trx, { groupId: group.id, actorId: actor.admin ? null : actor.userId, action: 'group.create', target: group.path, ip: actor.ip }, at);
+      await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.create', target: group.path, ip: actor.ip }, at);
       return group;
     });
   } catch (err) {
@@ -62,7 +62,7 @@ export async function updateGroupSettings(db: Knex, actor: Actor, groupId: numbe
   await db.transaction(async (trx) => {
     const at = now();
     await groups.updateGroup(trx, groupId, { ...data, at });
-    await recordAudit(trx, { groupId, actorId: actor.admin ? null : actor.userId, action: 'group.update', target: data.name, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'group.update', target: data.name, ip: actor.ip }, at);
   });
 }
 
@@ -82,7 +82,7 @@ export async function addMember(
     await db.transaction(async (trx) => {
       const at = now();
       await groups.insertMembership(trx, { groupId, userId: user.id, role, at });
-      await recordAudit(trx, { groupId, actorId: actor.admin ? null : actor.userId, action: 'member.add', target: user.username, details: { role }, ip: actor.ip }, at);
+      await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'member.add', target: user.username, details: { role }, ip: actor.ip }, at);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError('user', `${user.username} is already a member`);
@@ -118,7 +118,7 @@ async function changeMembership(
       trx,
       {
         groupId,
-        actorId: actor.admin ? null : actor.userId,
+        actorId: auditActorId(actor),
         action: 'remove' in change ? 'member.remove' : 'member.role',
         target,
         details: 'remove' in change ? { from: current.role } : { from: current.role, to: change.role },
