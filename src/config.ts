@@ -23,6 +23,16 @@ const schema = z
       .refine((v) => v === undefined || isRedisUrl(v), { message: 'must be redis://host:port[/db]' }),
     SIGNUP: z.enum(['open', 'closed']).default('open'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+    KEYS_SECRET: z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)').optional(),
+    RATE_LIMIT_SIGNIN_ACCOUNT_IP: rateLimit('5/15m'),
+    RATE_LIMIT_SIGNIN_IP: rateLimit('50/1h'),
+    RATE_LIMIT_SIGNIN_ACCOUNT: rateLimit('20/1h'),
+    RATE_LIMIT_SIGNUP_IP: rateLimit('10/1h'),
+    RATE_LIMIT_CLIENT_AUTH: rateLimit('10/1m'),
+    RATE_LIMIT_API_TOKEN: rateLimit('5000/1h'),
+    KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+    KDF_QUEUE: z.coerce.number().int().min(0).max(10_000).default(32),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -31,7 +41,33 @@ const schema = z
     if (env.NODE_ENV === 'production' && !env.ISSUER) {
       ctx.addIssue({ code: 'custom', path: ['ISSUER'], message: 'must be set (https://…) when NODE_ENV=production' });
     }
+    if (env.NODE_ENV === 'production' && !env.KEYS_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['KEYS_SECRET'], message: 'must be set when NODE_ENV=production (it encrypts the signing and cookie keys at rest)' });
+    }
   });
+
+/** A limit written as `<count>/<window>` (`5/15m`, `5000/1h`; units s, m, h, d), or `off`. */
+export interface RateLimit {
+  points: number;
+  durationS: number;
+}
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+function rateLimit(fallback: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((value, ctx): RateLimit | null => {
+      if (value === 'off') return null;
+      const match = /^([1-9][0-9]{0,8})\/([1-9][0-9]{0,5})([smhd])$/.exec(value);
+      if (!match) {
+        ctx.addIssue({ code: 'custom', message: 'must be <count>/<window> such as 5/15m or 5000/1h (units s, m, h, d), or off' });
+        return z.NEVER;
+      }
+      return { points: Number(match[1]), durationS: Number(match[2]) * UNITS[match[3]!]! };
+    });
+}
 
 function isPostgresUrl(value: string): boolean {
   try {
@@ -60,14 +96,32 @@ export interface Config {
   redisUrl: string | undefined;
   signup: 'open' | 'closed';
   logLevel: string;
+  /** How many proxy hops' X-Forwarded-For / X-Forwarded-Proto are believed (0: none). */
+  trustProxy: number;
+  /** Encrypts signing and cookie keys at rest; required in production. */
+  keysSecret: string | undefined;
+  /** null: that limit is off. */
+  rateLimits: {
+    signinAccountIp: RateLimit | null;
+    signinIp: RateLimit | null;
+    signinAccount: RateLimit | null;
+    signupIp: RateLimit | null;
+    clientAuth: RateLimit | null;
+    apiToken: RateLimit | null;
+  };
+  /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
+  kdf: { concurrency: number; queue: number };
 }
 
 export class ConfigError extends Error {}
 
+/** Never echoed, not even in the error about their own value. */
+const SECRET_VARIABLES = new Set(['KEYS_SECRET']);
+
 /** Parses the environment; throws a ConfigError whose message is one line naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const input: Record<string, string | undefined> = {};
-  for (const key of ['NODE_ENV', 'PORT', 'HOST', 'ISSUER', 'DATABASE_URL', 'REDIS_URL', 'SIGNUP', 'LOG_LEVEL']) {
+  for (const key of Object.keys(schema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }
@@ -75,7 +129,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(`${name}=${JSON.stringify(masked(input[name] ?? ''))} is invalid: ${describe(issue)}`);
+    const shown = SECRET_VARIABLES.has(name) ? '"***"' : JSON.stringify(masked(input[name] ?? ''));
+    throw new ConfigError(`${name}=${shown} is invalid: ${describe(issue)}`);
   }
   const e = parsed.data;
   return {
@@ -87,6 +142,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: e.REDIS_URL,
     signup: e.SIGNUP,
     logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    keysSecret: e.KEYS_SECRET,
+    rateLimits: {
+      signinAccountIp: e.RATE_LIMIT_SIGNIN_ACCOUNT_IP,
+      signinIp: e.RATE_LIMIT_SIGNIN_IP,
+      signinAccount: e.RATE_LIMIT_SIGNIN_ACCOUNT,
+      signupIp: e.RATE_LIMIT_SIGNUP_IP,
+      clientAuth: e.RATE_LIMIT_CLIENT_AUTH,
+      apiToken: e.RATE_LIMIT_API_TOKEN,
+    },
+    kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
   };
 }
 
@@ -94,6 +160,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 function masked(value: string): string {
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
 }
+
+const RANGES: Record<string, string> = {
+  PORT: 'must be a port number from 0 to 65535',
+  TRUST_PROXY: 'must be a number of proxy hops from 0 to 10',
+  KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
+  KDF_QUEUE: 'must be a whole number from 0 to 10000',
+};
 
 function describe(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
@@ -103,7 +176,7 @@ function describe(issue: z.core.$ZodIssue): string {
       return `must be a ${issue.expected}`;
     case 'too_small':
     case 'too_big':
-      return issue.path[0] === 'PORT' ? 'must be a port number from 0 to 65535' : issue.message;
+      return RANGES[String(issue.path[0])] ?? issue.message;
     case 'invalid_format':
       return 'must be an absolute http(s) URL';
     default:

@@ -24,7 +24,31 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       signup: 'open',
       logLevel: 'info',
+      trustProxy: 0,
+      keysSecret: undefined,
+      rateLimits: {
+        signinAccountIp: { points: 5, durationS: 900 },
+        signinIp: { points: 50, durationS: 3600 },
+        signinAccount: { points: 20, durationS: 3600 },
+        signupIp: { points: 10, durationS: 3600 },
+        clientAuth: { points: 10, durationS: 60 },
+        apiToken: { points: 5000, durationS: 3600 },
+      },
+      kdf: { concurrency: 2, queue: 32 },
     });
+  });
+
+  it('reads a rate limit as count/window, and off as no limit', () => {
+    const { rateLimits } = loadConfig({ RATE_LIMIT_API_TOKEN: 'off', RATE_LIMIT_SIGNIN_IP: '3/2m', RATE_LIMIT_SIGNUP_IP: '7/1d' });
+    expect(rateLimits.apiToken).to.equal(null);
+    expect(rateLimits.signinIp).to.deep.equal({ points: 3, durationS: 120 });
+    expect(rateLimits.signupIp).to.deep.equal({ points: 7, durationS: 86_400 });
+  });
+
+  it('never echoes KEYS_SECRET, even when refusing it', () => {
+    const err = configError({ KEYS_SECRET: 'hunter2-too-short' });
+    expect(err.message).to.match(/^KEYS_SECRET="\*\*\*" is invalid/);
+    expect(err.message).to.not.include('hunter2');
   });
 
   it('derives the default issuer from PORT', () => {
@@ -44,6 +68,7 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://idp@db.internal:5432/idp',
       REDIS_URL: 'redis://cache:6379/2',
       SIGNUP: 'closed',
+      KEYS_SECRET: 'k'.repeat(32),
     });
     expect(config).to.include({
       env: 'production',
@@ -69,6 +94,12 @@ describe('loadConfig', () => {
     ['ISSUER', { NODE_ENV: 'production', ISSUER: 'http://id.example.com' }],
     ['ISSUER', { NODE_ENV: 'production' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['KEYS_SECRET', { NODE_ENV: 'production', ISSUER: 'https://id.example.com' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '-1' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'all' }],
+    ['RATE_LIMIT_SIGNIN_IP', { RATE_LIMIT_SIGNIN_IP: '50' }],
+    ['RATE_LIMIT_API_TOKEN', { RATE_LIMIT_API_TOKEN: '0/1h' }],
+    ['KDF_CONCURRENCY', { KDF_CONCURRENCY: '0' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
