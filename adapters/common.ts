@@ -1,4 +1,4 @@
-import type { AdapterPayload } from 'oidc-provider';
+import { errors, type AdapterPayload } from 'oidc-provider';
 
 /**
  * What the SQL and Redis adapters share. Both key every entry by `digest(id)` and never store
@@ -58,4 +58,16 @@ export function indexesOf(model: string, payload: AdapterPayload): { grantId?: s
     ...(model === 'Session' && payload.uid ? { uid: payload.uid } : {}),
     ...(payload.userCode ? { userCode: payload.userCode } : {}),
   };
+}
+
+/**
+ * What a losing `consume` throws. oidc-provider checks `consumed` on the entry it found and then
+ * calls `consume`; two parallel redemptions both pass that check, so the adapter's write is the
+ * compare-and-set that decides: the first wins, every other caller gets the protocol's own
+ * `invalid_grant`. The winner's tokens stay valid; a later, sequential reuse still meets the
+ * library's reuse detection (the entry is marked consumed), which revokes the whole grant.
+ */
+export function alreadyConsumed(model: string): Error {
+  const what = model === 'RefreshToken' ? 'refresh token' : model === 'AuthorizationCode' ? 'authorization code' : 'grant';
+  return new errors.InvalidGrant(`${what} already used`);
 }

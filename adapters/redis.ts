@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
 
 /*
  * Key layout (prefix `idp:` by default):
@@ -40,9 +40,11 @@ end
 redis.call('DEL', KEYS[1])
 `;
 
-// A bare HSET on an entry that has just expired would recreate it, without a TTL.
+// A compare-and-set: 1 when this call consumed the entry, 0 when it was already consumed or is
+// gone. (A bare HSET on an entry that has just expired would also recreate it, without a TTL.)
 const CONSUME = `
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'consumed', ARGV[1]) end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])
 `;
 
 // A save, whole, in one command: the entry (replaced with its `consumed` and TTL: DEL first),
@@ -136,7 +138,7 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
       findByUserCode: (userCode) => findByIndex('userCode', userCode),
 
       async consume(id) {
-        await consume(entryKey(id), nowSeconds());
+        if ((await consume(entryKey(id), nowSeconds())) !== 1) throw alreadyConsumed(model);
       },
 
       async destroy(id) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
 
 const TABLE = 'oidc_models';
 
@@ -50,8 +50,10 @@ export function createSqlAdapter(db: Knex): (model: string) => Adapter {
       findByUid: (uid) => findOne({ uid }),
       findByUserCode: (userCode) => findOne({ user_code: userCode }),
 
+      // A conditional update: its row count says whether this caller was the one that consumed it.
       async consume(id) {
-        await db(TABLE).where({ model, id: digest(id) }).update({ consumed_at: nowSeconds() });
+        const changed = await db(TABLE).where({ model, id: digest(id) }).whereNull('consumed_at').update({ consumed_at: nowSeconds() });
+        if (changed !== 1) throw alreadyConsumed(model);
       },
 
       async destroy(id) {

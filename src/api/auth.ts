@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { appExists } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { now } from '../db/time.js';
 import type { Scope } from '../provider/scopes.js';
@@ -37,6 +38,9 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
     // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
     // already drops it then, Redis would keep it 15 s longer).
     if (!token || !token.accountId || token.isExpired) return undefined;
+    // Deleting an application revokes its grants, but a token issued in the same instant, or
+    // under a grant the listing lost, would outlive it: the application itself must still exist.
+    if (!token.clientId || !(await appExists(deps.db, token.clientId))) return undefined;
     // "Last used" of the application in Account settings → Authorized applications.
     const grantId = token.grantId;
     if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));

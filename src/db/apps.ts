@@ -26,6 +26,11 @@ export function findAppByClientId(db: Knex, clientId: string): Promise<AppRow | 
 }
 
 /** The client and its secrets' digests in one round trip: this runs on every token request. */
+/** Whether an application is still registered: one indexed lookup, no columns read. */
+export async function appExists(db: Knex, clientId: string): Promise<boolean> {
+  return (await db('oauth_apps').where({ client_id: clientId }).first(db.raw('1 as found'))) !== undefined;
+}
+
 export async function findClientWithSecrets(
   db: Knex,
   clientId: string,

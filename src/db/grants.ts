@@ -13,12 +13,16 @@ export function findUserGrant(db: Knex, userId: number, clientId: string): Promi
   return db('user_grants').where({ user_id: userId, client_id: clientId }).first();
 }
 
-/** One row per user and application: a new consent replaces the grant it points at. */
-export async function saveUserGrant(
+/**
+ * Lists a grant for a user and application unless one is listed already; true when this call
+ * listed it. The primary key (user, application) makes two concurrent consents converge: one
+ * insert wins, the other learns it lost and joins the winner's grant.
+ */
+export async function insertUserGrant(
   db: Knex,
   grant: { userId: number; clientId: string; grantId: string; scopes: string; at: string },
-): Promise<void> {
-  await db('user_grants')
+): Promise<boolean> {
+  const inserted = await db('user_grants')
     .insert({
       user_id: grant.userId,
       client_id: grant.clientId,
@@ -28,7 +32,23 @@ export async function saveUserGrant(
       last_used_at: grant.at,
     })
     .onConflict(['user_id', 'client_id'])
-    .merge(['grant_id', 'scopes', 'last_used_at']);
+    .ignore()
+    .returning('grant_id');
+  return inserted.length === 1;
+}
+
+/**
+ * Points the row at `grantId` with these scopes, only while it still points at `expected`;
+ * true when it did. A concurrent consent or revoke in the meantime makes it false.
+ */
+export async function updateUserGrant(
+  db: Knex,
+  grant: { userId: number; clientId: string; expected: string; grantId: string; scopes: string; at: string },
+): Promise<boolean> {
+  const changed = await db('user_grants')
+    .where({ user_id: grant.userId, client_id: grant.clientId, grant_id: grant.expected })
+    .update({ grant_id: grant.grantId, scopes: grant.scopes, last_used_at: grant.at });
+  return changed === 1;
 }
 
 export function listUserGrants(db: Knex, userId: number) {

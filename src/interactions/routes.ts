@@ -4,10 +4,9 @@ import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { findAppByClientId } from '../db/apps.js';
 import { findGroupById } from '../db/groups.js';
-import { saveUserGrant } from '../db/grants.js';
-import { now } from '../db/time.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isScope, SCOPES } from '../provider/scopes.js';
+import { consentToGrant } from '../services/grants.js';
 import { authenticate } from '../services/users.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
@@ -82,17 +81,16 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.post('/confirm', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'consent') throw new AppError(400, 'invalid_request', 'this sign-in request is not waiting for consent');
-    const accountId = interaction.session!.accountId;
-    const clientId = String(interaction.params.client_id);
-    const grant = interaction.grantId
-      ? (await provider.Grant.find(interaction.grantId)) ?? new provider.Grant({ accountId, clientId })
-      : new provider.Grant({ accountId, clientId });
     const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    const grantId = await grant.save();
-    // Remembered per user and application, so a later flow in any session skips consent.
-    await saveUserGrant(db, { userId: Number(accountId), clientId, grantId, scopes: grant.getOIDCScope(), at: now() });
+    // One grant per user and application, listed in Account settings → Authorized applications,
+    // so that a later flow in any session skips consent and Revoke reaches every token.
+    const grantId = await consentToGrant(db, provider, {
+      accountId: interaction.session!.accountId,
+      clientId: String(interaction.params.client_id),
+      flowGrantId: interaction.grantId,
+      scopes: missing.missingOIDCScope,
+      claims: missing.missingOIDCClaims,
+    });
     ctx.respond = false;
     await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { deleteUserGrant, findUserGrant } from '../db/grants.js';
+import { deleteUserGrant, findUserGrant, insertUserGrant, updateUserGrant } from '../db/grants.js';
+import { now } from '../db/time.js';
 import { NotFoundError } from '../errors.js';
 
 /**
@@ -25,4 +26,61 @@ export async function revokeGrant(provider: Provider, grantId: string): Promise<
   await provider.AccessToken.revokeByGrantId(grantId);
   const grant = await provider.Grant.find(grantId);
   await grant?.destroy();
+}
+
+/** What a consent adds to the user's grant for an application. */
+export interface Consent {
+  accountId: string;
+  clientId: string;
+  /** The grant oidc-provider found for this flow (the session's, or the user's listed one). */
+  flowGrantId?: string;
+  scopes?: string[];
+  claims?: string[];
+}
+
+/**
+ * Records a consent in the one grant a user has for an application, and returns its id.
+ *
+ * Two flows may reach the consent page at once (two browsers, two tabs). Each would otherwise
+ * save a grant of its own and the listing would keep only the last, leaving the other's tokens
+ * live but invisible to **Revoke**. Instead the listed grant is extended when there is one, and a
+ * new grant is listed only if no other consent listed one first; the loser adds its scopes to the
+ * winner's grant and drops its own, so every flow ends on the same grant.
+ */
+export async function consentToGrant(db: Knex, provider: Provider, consent: Consent): Promise<string> {
+  const { accountId, clientId } = consent;
+  const userId = Number(accountId);
+  const belongs = (grant: InstanceType<Provider['Grant']> | undefined) =>
+    grant && !grant.isExpired && grant.accountId === accountId && grant.clientId === clientId ? grant : undefined;
+  const extend = async (grant: InstanceType<Provider['Grant']>) => {
+    if (consent.scopes?.length) grant.addOIDCScope(consent.scopes.join(' '));
+    if (consent.claims?.length) grant.addOIDCClaims(consent.claims);
+    return grant.save();
+  };
+
+  // Bounded: each retry means another consent or a revoke changed the row in between.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const row = await findUserGrant(db, userId, clientId);
+    const listed = row ? belongs(await provider.Grant.find(row.grant_id)) : undefined;
+    if (row && listed) {
+      const grantId = await extend(listed);
+      // False when a Revoke removed the listing meanwhile: go round and list it again.
+      if (await updateUserGrant(db, { userId, clientId, expected: row.grant_id, grantId, scopes: listed.getOIDCScope() ?? '', at: now() })) {
+        return grantId;
+      }
+      continue;
+    }
+    // No live listed grant: start from the flow's own (if it is this user's) or a new one.
+    const fromFlow = consent.flowGrantId ? belongs(await provider.Grant.find(consent.flowGrantId)) : undefined;
+    const grant = fromFlow ?? new provider.Grant({ accountId, clientId });
+    const grantId = await extend(grant);
+    const scopes = grant.getOIDCScope() ?? '';
+    const listedNow = row
+      ? await updateUserGrant(db, { userId, clientId, expected: row.grant_id, grantId, scopes, at: now() })
+      : await insertUserGrant(db, { userId, clientId, grantId, scopes, at: now() });
+    if (listedNow) return grantId;
+    // Another consent listed its grant first: drop ours (never issued a thing) and join theirs.
+    if (!fromFlow) await grant.destroy();
+  }
+  throw new Error('the consent could not be recorded: the authorized application kept changing');
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { GRANTABLE } from '../../adapters/common.js';
 import { createRedisAdapter } from '../../adapters/redis.js';
 import { createSqlAdapter, pruneExpired } from '../../adapters/sql.js';
@@ -156,9 +156,29 @@ function contract(storage: () => Storage) {
     expect(found).to.deep.equal({ ...payload, consumed: found?.consumed });
   });
 
-  it('creates nothing when consuming an unknown id', async () => {
+  it('lets exactly one of 16 parallel consumes of one entry win; the others get invalid_grant', async () => {
+    const { id } = await saved('RefreshToken', { grantId: newId() });
+    const results = await Promise.allSettled(Array.from({ length: 16 }, () => adapter('RefreshToken').consume(id)));
+    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+    for (const r of results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')) {
+      expect(r.reason).to.be.instanceOf(errors.InvalidGrant);
+      expect(r.reason.error_detail).to.equal('refresh token already used');
+    }
+  });
+
+  it('refuses to consume an entry a second time, keeping the first time', async () => {
+    const { id } = await saved('AuthorizationCode', { grantId: newId() });
+    await adapter('AuthorizationCode').consume(id);
+    const first = (await adapter('AuthorizationCode').find(id))?.consumed;
+    const error = await adapter('AuthorizationCode').consume(id).then(() => undefined, (err: unknown) => err);
+    expect(error).to.be.instanceOf(errors.InvalidGrant);
+    expect((await adapter('AuthorizationCode').find(id))?.consumed).to.equal(first);
+  });
+
+  it('creates nothing when consuming an unknown id, and says it was not consumed', async () => {
     const id = newId();
-    await adapter('RefreshToken').consume(id);
+    const error = await adapter('RefreshToken').consume(id).then(() => undefined, (err: unknown) => err);
+    expect(error).to.be.instanceOf(errors.InvalidGrant);
     expect(await storage().dump()).not.to.include(digest(id));
     expect(await adapter('RefreshToken').find(id)).to.equal(undefined);
   });
