@@ -14,7 +14,10 @@ export interface RunningTarget {
   stop(): Promise<void>;
 }
 
-const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
+// `npm run bench` runs the compiled build (dist/bench), as `npm start` does; `npx tsx bench/run.ts`
+// runs the sources, and the server follows whichever this file is.
+const COMPILED = import.meta.url.endsWith('.js');
+const SERVER = fileURLToPath(new URL(COMPILED ? './server.js' : './server.ts', import.meta.url));
 
 /**
  * Starts a server under test in its own process. Its stdout and stderr (the service's JSON logs
@@ -23,9 +26,9 @@ const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
  */
 export async function startTarget(spec: ServerSpec, options: { logFile: string; cpuProfileDir?: string }): Promise<RunningTarget> {
   const log = openSync(options.logFile, 'a');
-  const execArgv = ['--import', 'tsx', '--expose-gc', '--no-warnings=ExperimentalWarning'];
+  const execArgv = [...(COMPILED ? [] : ['--import', 'tsx']), '--expose-gc', '--no-warnings=ExperimentalWarning'];
   // V8's default names (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): the main thread's
-  // profile is the one with the server; tsx's loader thread writes a (nearly idle) one too.
+  // profile is the one with the server; under tsx its loader thread writes a (nearly idle) one too.
   if (options.cpuProfileDir) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfileDir, spec.kind)}`);
   const child = fork(SERVER, [JSON.stringify(spec)], {
     execArgv,

@@ -86,7 +86,7 @@ async function listen(server: Server, port: number, host: string, what: string, 
     await once(server, 'listening');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(code === 'EADDRINUSE' ? `${what}: port ${port} is in use (${hint})` : `${what}: ${(err as Error).message}`);
+    throw new Error(code === 'EADDRINUSE' ? `${what}: port ${port} is in use (${hint})` : `${what}: ${(err as Error).message}`, { cause: err });
   }
 }
 

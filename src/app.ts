@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import { Redis } from 'ioredis';
@@ -15,6 +14,7 @@ import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
 import { createDb, migrateLatest } from './db/knex.js';
 import type { Logger } from './log.js';
+import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
 import { interactionRoutes } from './interactions/routes.js';
@@ -42,7 +42,7 @@ export interface IdpOptions {
   redisKeyPrefix?: string;
 }
 
-const STATIC = join(fileURLToPath(new URL('.', import.meta.url)), '../views/static');
+const STATIC = join(VIEWS, 'static');
 const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
   '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },

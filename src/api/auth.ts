@@ -5,7 +5,7 @@ import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.j
 import { appExists } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { now } from '../db/time.js';
-import type { Scope } from '../provider/scopes.js';
+import type { Scope } from '../vocabulary.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { BearerError } from './errors.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Role } from '../services/rules.js';
+import type { Role } from '../vocabulary.js';
 import { isPostgres } from './knex.js';
 
 export interface GroupRow {

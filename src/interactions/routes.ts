@@ -5,7 +5,7 @@ import { errors as oidcErrors } from 'oidc-provider';
 import { findAppByClientId } from '../db/apps.js';
 import { findGroupById } from '../db/groups.js';
 import { AppError, NotFoundError } from '../errors.js';
-import { isScope, SCOPES } from '../provider/scopes.js';
+import { isScope, SCOPES } from '../vocabulary.js';
 import { consentToGrant } from '../services/grants.js';
 import { authenticate } from '../services/users.js';
 import { formFields, type WebDeps } from '../web/context.js';

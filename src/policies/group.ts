@@ -1,4 +1,4 @@
-import type { Role } from '../services/rules.js';
+import type { Role } from '../vocabulary.js';
 
 /**
  * Who may do what to a group, as pure functions over the actor's role in it (undefined: not a

@@ -1,6 +1,6 @@
 import type { GroupRow } from '../db/groups.js';
 import { toIso } from '../db/time.js';
-import type { Role } from '../services/rules.js';
+import type { Role } from '../vocabulary.js';
 
 /** A group as CONTRACT §2 names its fields; `role` (the viewer's) only when given. */
 export interface GroupJson {

@@ -7,7 +7,7 @@ import { generateToken } from '../tokens.js';
 import { findAccount } from './accounts.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
-import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
+import { DEFAULT_SCOPE, SCOPES, TTL } from '../vocabulary.js';
 import { tokenRequestParams, tokenResponseShape } from './token-endpoint.js';
 
 export const ROUTES = {
@@ -20,16 +20,6 @@ export const ROUTES = {
   end_session: '/login/oauth/logout',
 } as const;
 
-const DAY = 24 * 60 * 60;
-export const TTL = {
-  AuthorizationCode: 600,
-  AccessToken: 3600,
-  IdToken: 3600,
-  RefreshToken: 30 * DAY,
-  Interaction: 60 * 60,
-  Session: 14 * DAY,
-  Grant: 365 * DAY,
-};
 
 /** The provider's routes a browser navigates to: their errors are pages, every other route's are JSON. */
 const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success']);

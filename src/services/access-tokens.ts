@@ -3,7 +3,7 @@ import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
 import { now } from '../db/time.js';
 import { NotFoundError } from '../errors.js';
-import { API_SCOPES } from '../provider/scopes.js';
+import { API_SCOPES } from '../vocabulary.js';
 import { digest, generateToken } from '../tokens.js';
 import * as rules from './rules.js';
 

@@ -9,6 +9,7 @@ import { findUserByLogin } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
 import { auditActorId, type Actor } from './context.js';
 import * as rules from './rules.js';
+import type { Role } from '../vocabulary.js';
 
 export const newGroupSchema = z.object({
   name: rules.groupName,
@@ -30,7 +31,7 @@ export async function authorizeGroup(
   actor: Actor,
   groupId: number,
   action: GroupAction,
-): Promise<{ group: groups.GroupRow; role: rules.Role | undefined }> {
+): Promise<{ group: groups.GroupRow; role: Role | undefined }> {
   const [group, role] = await Promise.all([groups.findGroupById(db, groupId), groups.findRole(db, groupId, actor.userId)]);
   if (!group) throw new NotFoundError('no such group');
   if (actor.admin) return { group, role };
@@ -100,7 +101,7 @@ async function changeMembership(
   actor: Actor,
   groupId: number,
   userId: number,
-  change: { role: rules.Role } | { remove: true },
+  change: { role: Role } | { remove: true },
 ): Promise<void> {
   await authorizeGroup(db, actor, groupId, 'manage-members');
   await db.transaction(async (trx) => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
 
 /**
  * Field rules of CONTRACT §2 and §3, shared by the pages, the API and the CLI so that each
@@ -44,12 +45,11 @@ export const groupPath = z
 
 export const description = z.string().trim().max(400, 'description must be at most 400 characters').default('');
 
-export const visibilityLevel = z.enum(['private', 'internal', 'public'], {
+export const visibilityLevel = z.enum(VISIBILITY_LEVELS, {
   error: 'visibilityLevel must be private, internal or public',
 });
 
-export const role = z.enum(['owner', 'maintainer', 'member'], { error: 'role must be owner, maintainer or member' });
-export type Role = z.infer<typeof role>;
+export const role = z.enum(ROLES, { error: 'role must be owner, maintainer or member' });
 
 /** Parses with a schema and throws a ValidationError naming the first bad field. */
 export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ejs from 'ejs';
 import type { Context } from 'koa';
+import { VIEWS } from '../paths.js';
 
-const VIEWS = join(fileURLToPath(new URL('.', import.meta.url)), '../../views');
 const templates = new Map<string, ejs.TemplateFunction>();
 
 function template(view: string): ejs.TemplateFunction {

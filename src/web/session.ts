@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { TTL } from '../provider/index.js';
+import { TTL } from '../vocabulary.js';
 
 /**
  * The site's sign-in is oidc-provider's own session: signing in on the site means the

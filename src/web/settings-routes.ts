@@ -6,7 +6,7 @@ import { listUserGrants } from '../db/grants.js';
 import { toIso } from '../db/time.js';
 import { AppError, NotFoundError, ValidationError } from '../errors.js';
 import { presentAccessToken } from '../presenters/access-token.js';
-import { API_SCOPES, isScope, SCOPES } from '../provider/scopes.js';
+import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
 import { createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { revokeUserGrant } from '../services/grants.js';
 import { formFields, requireUser, type WebDeps } from './context.js';

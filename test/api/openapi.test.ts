@@ -11,6 +11,7 @@ import { call, makeClient, oauthTokens, personalToken, type ApiResponse } from '
 // ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- walks arbitrary JSON Schema documents
 type Json = Record<string, any>;
 
 /** Replaces every local `$ref` ("#/…") by what it points at, so each response schema stands alone. */

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { csrfFrom, formAction, UserAgent } from './browser-less.js';
+import type { UserAgent } from './browser-less.js';
+import { csrfFrom, formAction } from './browser-less.js';
 
 export interface FlowOptions {
   clientId: string;

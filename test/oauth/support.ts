@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import type { RunningIdp } from '../helpers/app.js';
-import { csrfFrom, UserAgent } from '../helpers/browser-less.js';
+import type { UserAgent } from '../helpers/browser-less.js';
+import { csrfFrom } from '../helpers/browser-less.js';
 import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { runAuthorization, type FlowOptions } from '../helpers/oauth.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { canGroup, type GroupAction } from '../../src/policies/group.js';
-import type { Role } from '../../src/services/rules.js';
+import type { Role } from '../../src/vocabulary.js';
 
 /** CONTRACT §2: members read; only owners manage members, settings and applications. */
 const expected: Record<GroupAction, Record<Role | 'none', boolean>> = {

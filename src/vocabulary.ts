@@ -1,0 +1,44 @@
+/**
+ * The words every layer shares: roles, visibility levels, scopes and lifetimes. This file is the
+ * bottom floor: it imports nothing of the project, and anything below services/ or provider/ that
+ * needs one of these words takes it from here rather than reaching up.
+ */
+
+const DAY = 24 * 60 * 60;
+
+/** A member's role in a group, weakest last. */
+export const ROLES = ['owner', 'maintainer', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const VISIBILITY_LEVELS = ['private', 'internal', 'public'] as const;
+export type VisibilityLevel = (typeof VISIBILITY_LEVELS)[number];
+
+/** The scopes an application may ask for, and what the consent page says about each, in plain words. */
+export const SCOPES = {
+  'groups:read-only': 'See the groups you belong to and your role in each',
+  'groups:read-write': 'Change your groups and manage the OAuth applications of groups you own',
+  openid: 'Confirm your identity (your user id)',
+  profile: 'See your username and name',
+  email: 'See your email address',
+} as const;
+
+export type Scope = keyof typeof SCOPES;
+/** What a flow that asks for no known scope is granted. */
+export const DEFAULT_SCOPE: Scope = 'groups:read-only';
+/** The scopes that open the HTTP API (the others are OpenID Connect's). */
+export const API_SCOPES = ['groups:read-only', 'groups:read-write'] as const;
+
+export function isScope(value: string): value is Scope {
+  return Object.hasOwn(SCOPES, value);
+}
+
+/** Lifetimes in seconds, by oidc-provider model name. */
+export const TTL = {
+  AuthorizationCode: 600,
+  AccessToken: 3600,
+  IdToken: 3600,
+  RefreshToken: 30 * DAY,
+  Interaction: 60 * 60,
+  Session: 14 * DAY,
+  Grant: 365 * DAY,
+} as const;
