@@ -73,6 +73,16 @@ export function targets(rows: Row[], profile: Row['profile']): Verdict[] {
       : '',
     met: flow && flowRatio !== undefined ? flowRatio >= 0.7 && flow.m.errors === 0 : undefined,
   });
+  for (const [flooded, calm] of [['flood-api-ho', 'api-ho'], ['flood-exchange', 'exchange']] as const) {
+    const under = get(flooded);
+    const without = get(calm);
+    const kept = under && without ? under.m.rate / without.m.rate : undefined;
+    out.push({
+      target: `a sign-in flood lowers \`${calm}\` by less than 25 %`,
+      measured: under && without && kept !== undefined ? `${fmt(under.m.rate)}/s vs ${fmt(without.m.rate)}/s (${kept.toFixed(2)} ×), p99 ${ms(under.m.p99)} ms` : '',
+      met: kept === undefined ? undefined : kept >= 0.75,
+    });
+  }
   const small = get('api-ho');
   const large = get('growth-groups');
   out.push({

@@ -14,6 +14,7 @@ import {
   type CodeMinter,
   type OAuthClient,
 } from './flows.js';
+import { startFlood, type FloodReport } from './flood.js';
 import { measureHttp, measureLoops, type Measurement } from './load.js';
 import { send } from './http.js';
 import { startTarget, type RunningTarget } from './targets.js';
@@ -23,7 +24,7 @@ export type Profile = 'sqlite' | 'postgres+redis';
 
 /** Every scenario by the name `--scenarios` takes. */
 export const CEILINGS = ['ceiling-koa', 'ceiling-io', 'ceiling-io-page', 'ceiling-oidc-exchange', 'ceiling-oidc-flow'] as const;
-export const OURS = ['api-ho', 'api-ho-repeat', 'api-ha', 'exchange', 'flow', 'flow-no-kdf', 'growth-groups', 'growth-tokens'] as const;
+export const OURS = ['api-ho', 'api-ho-repeat', 'api-ha', 'exchange', 'flood-api-ho', 'flood-exchange', 'flow', 'flow-no-kdf', 'growth-groups', 'growth-tokens'] as const;
 export type ScenarioName = (typeof CEILINGS)[number] | (typeof OURS)[number];
 
 /** The ceiling each of ours is compared with. */
@@ -33,6 +34,8 @@ export const CEILING_OF: Partial<Record<ScenarioName, ScenarioName>> = {
   'api-ha': 'ceiling-io',
   'growth-groups': 'ceiling-io',
   exchange: 'ceiling-oidc-exchange',
+  'flood-api-ho': 'ceiling-io',
+  'flood-exchange': 'ceiling-oidc-exchange',
   'growth-tokens': 'ceiling-oidc-exchange',
   flow: 'ceiling-oidc-flow',
   'flow-no-kdf': 'ceiling-oidc-flow',
@@ -252,7 +255,7 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
   const redis = spec.redisUrl ? new Redis(spec.redisUrl) : undefined;
 
   try {
-    // The API user signs in once (a real scrypt verification) and consents: the first code gives
+    // The API user signs in once (a real Argon2id verification) and consents: the first code gives
     // the ho_ token of the API scenarios; the same session mints the exchange scenarios' codes.
     const minter = await ourCodeMinter(client, { login: seeded.apiUser.login, password: seeded.apiUser.password });
     const hoToken = await ourExchange(client, minter.first);
@@ -302,6 +305,28 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
       await exchange('growth-tokens', `code exchange, ${shortCount(settings.growth.tokens)} live tokens`, `${(before + settings.growth.tokens).toLocaleString('en-US')} live access tokens in Redis at start`);
     }
 
+    // Beside a flood of wrong-password sign-ins (as many connections as the measured load): how
+    // much of the API's and the exchange's rate the bounded KDF queue keeps.
+    if (settings.selected('flood-api-ho') || settings.selected('flood-exchange')) {
+      const flood = startFlood(target.url, settings.connections);
+      const floodNote = (report: FloodReport) => {
+        const statuses = Object.entries(report.byStatus).map(([status, n]) => `${n} × ${status}`).join(', ');
+        return `beside ${settings.connections} connections of wrong-password sign-ins: ${fmtRate(report.attempts / report.seconds)}/s (${statuses}), sign-in p99 ${report.p99.toFixed(0)} ms`;
+      };
+      try {
+        await new Promise((resolve) => setTimeout(resolve, settings.warmupSeconds * 1000));
+        const apiUnderFlood = settings.selected('flood-api-ho') ? await measureHttp(api(hoToken)) : undefined;
+        const exchangeUnderFlood = settings.selected('flood-exchange')
+          ? await measureExchanges(settings, minter, target, { url: target.url, next: (code) => ({ path: ourExchangePath(client, code) }) })
+          : undefined;
+        const report = await flood.stop();
+        if (apiUnderFlood) await row({ scenario: 'flood-api-ho', label: 'GET /apis/v2/groups, ho_ token, under a sign-in flood', unit: 'req/s', m: apiUnderFlood, note: floodNote(report) });
+        if (exchangeUnderFlood) await row({ scenario: 'flood-exchange', label: 'code exchange, under a sign-in flood', unit: 'exchanges/s', m: exchangeUnderFlood.m, note: floodNote(report) });
+      } finally {
+        await flood.stop();
+      }
+    }
+
     let users = { real: 0, noKdf: 0 };
     const flow = (kind: 'real' | 'noKdf') => () => {
       const login = seeded.flowUsers[kind][users[kind]];
@@ -311,10 +336,10 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
     };
     await ceilings.measure('ceiling-oidc-flow', profile);
     if (settings.selected('flow')) {
-      await row({ scenario: 'flow', label: 'whole flow (scrypt N=2^15 sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), base), note: 'authorize → sign-in → consent → exchange, 9 requests, fresh user and browser each' });
+      await row({ scenario: 'flow', label: 'whole flow (Argon2id sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), base), note: 'authorize → sign-in → consent → exchange, 9 requests, fresh user and browser each' });
     }
     if (settings.selected('flow-no-kdf')) {
-      await row({ scenario: 'flow-no-kdf', label: 'whole flow, KDF made negligible (not a target)', unit: 'flows/s', m: await measureLoops(flow('noKdf'), base), note: 'users whose stored hash has scrypt N=2: shows the flow cost without the KDF' });
+      await row({ scenario: 'flow-no-kdf', label: 'whole flow, KDF made negligible (not a target)', unit: 'flows/s', m: await measureLoops(flow('noKdf'), base), note: 'users whose stored hash is Argon2id with m = 8 KiB, t = 1: the flow cost without the KDF' });
     }
 
     if (settings.selected('growth-groups')) {
@@ -328,6 +353,10 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
     redis?.disconnect();
     await target.stop();
   }
+}
+
+function fmtRate(n: number): string {
+  return n < 100 ? n.toFixed(1) : n.toFixed(0);
 }
 
 function shortCount(n: number): string {

@@ -46,6 +46,9 @@ async function start(): Promise<Target> {
         DATABASE_URL: spec.databaseUrl,
         REDIS_URL: spec.redisUrl,
         LOG_LEVEL: spec.logLevel,
+        // Counted on every call, as in production, but never reached: the bench measures the
+        // cost of the limit, not its refusals.
+        RATE_LIMIT_API_TOKEN: '999999999/1h',
       });
       const idp = await createIdp(config, { logger: createLogger(config.logLevel) });
       return { callback: idp.app.callback(), close: () => idp.close() };

@@ -13,6 +13,7 @@ import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
 import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
 import { createDb, migrateLatest } from './db/knex.js';
+import { pruneRateLimits } from './db/rate-limits.js';
 import type { Logger } from './log.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
@@ -25,6 +26,8 @@ import { csrfProtection } from './web/csrf.js';
 import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
+import { Limits } from './services/limits.js';
+import { kdfQueue } from './services/passwords.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -90,10 +93,12 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const onFault = (err: unknown, ctx?: Context) =>
     (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
 
+  const limits = new Limits(config, db, redis, options.redisKeyPrefix);
   const provider = createProvider({
     config,
     db,
     keys,
+    limits,
     modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
     renderError: (ctx, status, title, message) => {
       ctx.type = 'html';
@@ -104,7 +109,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   });
 
   const sessions = new SiteSessions(provider, secure);
-  const deps: WebDeps = { config, db, sessions };
+  const deps: WebDeps = { config, db, sessions, limits, kdf: kdfQueue(config.kdf) };
 
   const app = new Koa();
   app.proxy = secure;
@@ -135,7 +140,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ctx.body = file.body;
   });
   app.use(system.routes());
-  app.use(apiMiddleware({ db, provider, issuer: config.issuer, onFault }));
+  app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, onFault }));
 
   // Pages: forms parsed here only, never on the provider's routes (it reads its own bodies).
   const web = new Router();
@@ -150,11 +155,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 
   app.use(mount(provider));
 
-  // Expired oidc-provider rows are removed in the background when they live in SQL (Redis expires its own).
+  // Expired oidc-provider rows and rate-limit counters are removed in the background when they
+  // live in SQL (Redis expires its own).
   const pruner = redis
     ? undefined
     : setInterval(() => {
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
+        pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
       }, 10 * 60 * 1000).unref();
 
   return {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -31,7 +32,9 @@ const schema = z
     RATE_LIMIT_SIGNUP_IP: rateLimit('10/1h'),
     RATE_LIMIT_CLIENT_AUTH: rateLimit('10/1m'),
     RATE_LIMIT_API_TOKEN: rateLimit('5000/1h'),
-    KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+    // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
+    // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
+    KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
     KDF_QUEUE: z.coerce.number().int().min(0).max(10_000).default(32),
   })
   .superRefine((env, ctx) => {

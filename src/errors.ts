@@ -54,3 +54,24 @@ export class UnavailableError extends AppError {
     super(503, 'temporarily_unavailable', message);
   }
 }
+
+/**
+ * Come back later: a rate limit (429) or a full queue (503). `retryAfterS` becomes the
+ * Retry-After header on every surface, and the message says the same in words.
+ */
+export class RetryLaterError extends AppError {
+  constructor(status: 429 | 503, code: string, message: string, readonly retryAfterS: number) {
+    super(status, code, message);
+  }
+}
+
+/** "in 3 minutes", "in 40 seconds": how long a person has to wait, rounded up. */
+export function inWords(seconds: number): string {
+  if (seconds >= 90) {
+    const minutes = Math.ceil(seconds / 60);
+    return `in ${minutes} minutes`;
+  }
+  if (seconds > 59) return 'in 1 minute';
+  const s = Math.max(1, Math.ceil(seconds));
+  return `in ${s} second${s === 1 ? '' : 's'}`;
+}

@@ -8,6 +8,8 @@ import { now } from '../db/time.js';
 import type { Scope } from '../vocabulary.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, isWellFormedToken } from '../tokens.js';
+import { inWords, RetryLaterError } from '../errors.js';
+import type { Limits } from '../services/limits.js';
 import { BearerError } from './errors.js';
 
 /** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
@@ -25,7 +27,7 @@ export interface ApiAuth {
  * authorization server sees them; `ha_` tokens by digest in their table. A value whose checksum
  * does not match is refused before any lookup.
  */
-export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }) {
+export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits; realm: string }) {
   const realm = `Bearer realm="${deps.realm}"`;
   const invalid = (description: string) =>
     new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
@@ -68,9 +70,27 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; realm: string }
     }
     const auth = value.startsWith('ho_') ? await oauthToken(value) : await personalToken(value);
     if (!auth) throw invalid('the token is unknown, expired or revoked');
+    await countRequest(ctx, deps.limits, value);
     ctx.state.auth = auth;
     await next();
   };
+}
+
+/**
+ * Counts a request against its token's hourly allowance and says where it stands in GitHub's
+ * headers, on every answer to it; past the allowance, 429 until the window resets.
+ */
+async function countRequest(ctx: Context, limits: Limits, token: string): Promise<void> {
+  const verdict = await limits.apiRequest(digest(token));
+  if (!verdict) return;
+  const { allowance } = verdict;
+  ctx.set('X-RateLimit-Limit', String(allowance.limit));
+  ctx.set('X-RateLimit-Remaining', String(allowance.remaining));
+  ctx.set('X-RateLimit-Used', String(allowance.used));
+  ctx.set('X-RateLimit-Reset', String(allowance.resetAt));
+  if (!verdict.allowed) {
+    throw new RetryLaterError(429, 'rate_limited', `this token has made ${allowance.limit} requests this hour, its limit; try again ${inWords(verdict.retryAfterS)}`, verdict.retryAfterS);
+  }
 }
 
 /** Declares the scope a route needs; `groups:read-write` includes `groups:read-only`. */

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { AppError } from '../errors.js';
+import { AppError, RetryLaterError } from '../errors.js';
 import { isStorageOutage } from '../storage.js';
 
 /** A bearer-authentication failure: carries the RFC 6750 WWW-Authenticate challenge. */
@@ -29,6 +29,7 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
       }
     } catch (err) {
       if (err instanceof BearerError) ctx.set('WWW-Authenticate', err.challenge);
+      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
       if (err instanceof AppError) return fail(ctx, err.status, err.code, err.message);
       const e = err as { status?: number; expose?: boolean; type?: string; message?: string };
       if (e.status === 413) return fail(ctx, 413, 'payload_too_large', 'the request body must be at most 64 KiB');

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
+import type { Limits } from '../services/limits.js';
 import { appsApi } from './apps/routes.js';
 import { bearerAuth } from './auth.js';
 import { apiErrors } from './errors.js';
@@ -13,6 +14,13 @@ import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
 
 export const API_PREFIX = '/apis/v2';
+
+interface ApiDeps {
+  db: Knex;
+  provider: Provider;
+  limits: Limits;
+  issuer: string;
+}
 
 /** Request bodies are JSON of at most 64 KiB; anything else with a body is a 415. */
 function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
@@ -27,7 +35,7 @@ function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
  * Everything under /apis/v2, answered here and never passed on: an unknown path is a JSON 404
  * from the API's own error handler, not a page.
  */
-export function apiMiddleware(deps: { db: Knex; provider: Provider; issuer: string; onFault: (err: unknown, ctx: Context) => void }): Middleware {
+export function apiMiddleware(deps: ApiDeps & { onFault: (err: unknown, ctx: Context) => void }): Middleware {
   const router = apiRouter(deps);
   const handle = compose([apiErrors(deps.onFault), router.routes() as Middleware, router.allowedMethods() as Middleware]);
   return function api(ctx, next) {
@@ -36,7 +44,7 @@ export function apiMiddleware(deps: { db: Knex; provider: Provider; issuer: stri
   };
 }
 
-function apiRouter(deps: { db: Knex; provider: Provider; issuer: string }): Router {
+function apiRouter(deps: ApiDeps): Router {
   const realm = deps.issuer;
   const router = new Router({ prefix: API_PREFIX });
   const document = openApiDocument(deps.issuer);
@@ -44,7 +52,7 @@ function apiRouter(deps: { db: Knex; provider: Provider; issuer: string }): Rout
   router.get('/openapi.json', (ctx) => {
     ctx.body = document;
   });
-  router.use(bearerAuth({ db: deps.db, provider: deps.provider, realm }));
+  router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
   router.use(jsonBodiesOnly);
   router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
 

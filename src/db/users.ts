@@ -55,3 +55,8 @@ export async function userTakenField(db: Knex, username: string, email: string):
   if (!row) return null;
   return row.username_key === username.toLowerCase() ? 'username' : 'email';
 }
+
+/** Replaces a password hash only if it is still the one that was verified (no lost update). */
+export async function replacePasswordHash(db: Knex, id: number, current: string, next: string): Promise<boolean> {
+  return (await db('users').where({ id, password_hash: current }).update({ password_hash: next })) === 1;
+}

@@ -7,7 +7,7 @@ import { findGroupById } from '../db/groups.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isScope, SCOPES } from '../vocabulary.js';
 import { consentToGrant } from '../services/grants.js';
-import { authenticate } from '../services/users.js';
+import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
 
@@ -63,17 +63,9 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
     const form = formFields(ctx);
-    const user = await authenticate(db, form.login ?? '', form.password ?? '');
-    if (!user) {
-      render(ctx, 'login', {
-        title: 'Sign in',
-        action: `/interaction/${interaction.uid}/login`,
-        returnTo: '',
-        values: { login: form.login ?? '' },
-        errors: { login: 'Incorrect username, email or password.' },
-      }, 401);
-      return;
-    }
+    const page = { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '', values: { login: form.login ?? '' } };
+    const user = await signInOrExplain(ctx, deps, form, page);
+    if (!user) return;
     ctx.respond = false;
     await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(user.id) } }, { mergeWithLastSubmission: false });
   });

@@ -4,7 +4,9 @@ import type { Config } from '../config.js';
 import { findUserGrant } from '../db/grants.js';
 import { isStorageOutage } from '../storage.js';
 import { generateToken } from '../tokens.js';
+import type { Limits } from '../services/limits.js';
 import { findAccount } from './accounts.js';
+import { clientAuthLimit } from './client-auth-limit.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
 import { DEFAULT_SCOPE, SCOPES, TTL } from '../vocabulary.js';
@@ -28,6 +30,7 @@ export interface ProviderDeps {
   config: Config;
   db: Knex;
   keys: ProviderKeys;
+  limits: Limits;
   /** Storage of every model but Client: the SQL adapter, or Redis when REDIS_URL is set. */
   modelAdapter: (name: string) => Adapter;
   renderError: (ctx: KoaContextWithOIDC, status: number, title: string, message: string) => void;
@@ -150,7 +153,19 @@ export function createProvider(deps: ProviderDeps): Provider {
   (provider.RefreshToken.prototype as unknown as { generateTokenId(): string }).generateTokenId = () => generateToken('hr_');
   (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, deps.onError);
 
-  provider.use(tokenRequestParams(ROUTES.token));
+  provider.use(async function storageOutageOfOurSteps(ctx, next) {
+    // Our own steps before the library (the client-authentication limit reads Redis or SQL)
+    // answer an outage as the library's routes do: 503, not Koa's bare 500.
+    try {
+      await next();
+    } catch (err) {
+      if (!isStorageOutage(err)) throw err;
+      deps.onError(err);
+      storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderError);
+    }
+  });
+  provider.use(tokenRequestParams(ROUTES.token, [ROUTES.revocation, ROUTES.introspection]));
+  provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection]));
   provider.use(async function contractDefaults(ctx, next) {
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
       // The seed's authorize request has neither: no scope means groups:read-only, and

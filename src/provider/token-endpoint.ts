@@ -35,9 +35,15 @@ export function mergeParams(body: Params, query: Params): Params {
   return merged;
 }
 
-export function tokenRequestParams(tokenPath: string) {
+/**
+ * On the token route: the body and the query string merged, as described above. On the other
+ * routes that authenticate clients (revocation, introspection), the form body alone, read here
+ * too so the client-authentication limit knows the client_id before the library runs.
+ */
+export function tokenRequestParams(tokenPath: string, otherFormPaths: readonly string[] = []) {
   return async function acceptQueryParameters(ctx: Context, next: Next): Promise<void> {
-    if (ctx.method !== 'POST' || ctx.path !== tokenPath) return next();
+    const isToken = ctx.path === tokenPath;
+    if (ctx.method !== 'POST' || !(isToken || otherFormPaths.includes(ctx.path))) return next();
     const type = ctx.get('content-type');
     // Other content types are left to the library, which answers them with invalid_request.
     if (type && !ctx.is(FORM)) return next();
@@ -48,8 +54,8 @@ export function tokenRequestParams(tokenPath: string) {
       ctx.body = { error: 'invalid_request', error_description: 'the request body is too large' };
       return;
     }
-    const params = mergeParams(body, ctx.query as Params);
-    params.grant_type ??= 'authorization_code';
+    const params = isToken ? mergeParams(body, ctx.query as Params) : body;
+    if (isToken) params.grant_type ??= 'authorization_code';
     (ctx.req as typeof ctx.req & { body?: Params }).body = params;
     ctx.req.headers['content-type'] = FORM;
     // A bodiless POST (the README's `curl -X POST "…/access_token?client_id=…"`) carries neither
@@ -76,4 +82,20 @@ export function tokenResponseShape(ctx: Context & { oidc?: { route?: string } })
     ...(id_token ? { id_token } : {}),
     ...rest,
   };
+}
+
+/** The client_id a client-authenticating request names: HTTP Basic first, then the form's. */
+export function claimedClientId(ctx: Context): string | undefined {
+  const basic = /^basic +([A-Za-z0-9+/=]+)$/i.exec(ctx.get('authorization').trim());
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    try {
+      return colon > 0 ? decodeURIComponent(decoded.slice(0, colon)) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  const fromForm = (ctx.req as typeof ctx.req & { body?: Params }).body?.client_id;
+  return typeof fromForm === 'string' && fromForm ? fromForm : undefined;
 }

@@ -1,3 +1,4 @@
+import * as commonWords from '@zxcvbn-ts/language-common';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
@@ -21,10 +22,21 @@ export const email = z
 
 export const personName = z.string().trim().max(100, 'name must be at most 100 characters').default('');
 
+/** zxcvbn-ts's list of common passwords (about 49,000, lower case), kept as a set once. */
+const COMMON_PASSWORDS = new Set<string>(commonWords.dictionary['passwords-common'] as string[]);
+
+/** A new password: 8 to 256 characters and not on the common-password list. */
 export const password = z
   .string({ error: 'password is required' })
   .min(8, 'password must be at least 8 characters')
-  .max(1024, 'password must be at most 1024 characters');
+  .max(256, 'password must be at most 256 characters')
+  .refine((v) => !COMMON_PASSWORDS.has(v.toLowerCase()), { message: 'password is one of the most common passwords; choose another' });
+
+/** A new password must not be the account's username or e-mail address (in any case). */
+export function passwordIsNotIdentity(user: { username: string; email: string; password: string }): boolean {
+  const pw = user.password.toLowerCase();
+  return pw !== user.username.toLowerCase() && pw !== user.email.toLowerCase();
+}
 
 export const groupName = z
   .string({ error: 'name is required' })

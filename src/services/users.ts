@@ -1,25 +1,29 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { findUserByLogin, findUserByUsername, insertUser, userTakenField, type UserRow } from '../db/users.js';
+import { findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../db/time.js';
-import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
+import type { Limits } from './limits.js';
+import { decoyHash, hashPassword, needsRehash, verifyPassword, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
 
-export const newUserSchema = z.object({
-  username: rules.username,
-  email: rules.email,
-  name: rules.personName,
-  password: rules.password,
-});
+export const newUserSchema = z
+  .object({
+    username: rules.username,
+    email: rules.email,
+    name: rules.personName,
+    password: rules.password,
+  })
+  .refine(rules.passwordIsNotIdentity, { path: ['password'], message: 'password must not be your username or email' });
 export type NewUser = z.input<typeof newUserSchema>;
 
-export async function createUser(db: Knex, input: NewUser): Promise<UserRow> {
+/** With `kdf`, the hash waits its turn in the instance's bounded queue (requests); without, it runs at once (CLI). */
+export async function createUser(db: Knex, input: NewUser, kdf?: KdfQueue): Promise<UserRow> {
   const data = rules.parse(newUserSchema, input);
   const taken = await userTakenField(db, data.username, data.email);
   if (taken) throw new ConflictError(taken, `${taken} "${taken === 'username' ? data.username : data.email}" is already taken`);
-  const passwordHash = await hashPassword(data.password);
+  const passwordHash = await (kdf ? kdf.run(() => hashPassword(data.password)) : hashPassword(data.password));
   try {
     return await insertUser(db, { ...data, passwordHash, at: now() });
   } catch (err) {
@@ -32,15 +36,39 @@ export async function createUser(db: Knex, input: NewUser): Promise<UserRow> {
   }
 }
 
-/** Returns the user when the password matches; otherwise undefined, after the same amount of work. */
-export async function authenticate(db: Knex, login: string, password: string): Promise<UserRow | undefined> {
-  if (!login || !password || login.length > 254 || password.length > 1024) {
-    await verifyPassword(password ?? '', await decoyHash());
+export interface SignInDeps {
+  db: Knex;
+  limits: Limits;
+  kdf: KdfQueue;
+}
+
+/**
+ * A password sign-in, on the site or in the authorization flow: the abuse limits first (a 429
+ * even for the right password while blocked), then the password in the bounded KDF queue, with
+ * the same work whether or not the account exists. A right password made with older hashing
+ * parameters (scrypt) is rehashed with today's. Returns the user, or undefined when wrong.
+ */
+export async function signIn(deps: SignInDeps, attempt: { login: string; password: string; ip: string }): Promise<UserRow | undefined> {
+  const { db, limits, kdf } = deps;
+  const login = attempt.login.trim();
+  const { password, ip } = attempt;
+  const plausible = login && password && login.length <= 254 && password.length <= 1024;
+  const user = plausible ? await findUserByLogin(db, login) : undefined;
+  // One account is one key whichever name it was given by; an unknown name is a key of its own.
+  const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
+  await limits.beforeSignIn(account, ip);
+  const ok = await kdf.run(async () => verifyPassword(plausible ? password : '', user?.password_hash ?? (await decoyHash())));
+  if (!user || !ok) {
+    await limits.signInFailed(account, ip);
     return undefined;
   }
-  const user = await findUserByLogin(db, login);
-  const ok = await verifyPassword(password, user?.password_hash ?? (await decoyHash()));
-  return user && ok ? user : undefined;
+  await limits.signInSucceeded(account, ip);
+  if (needsRehash(user.password_hash)) {
+    // Best effort: a busy queue leaves the old hash for the next sign-in.
+    const rehashed = await kdf.run(() => hashPassword(password)).catch(() => undefined);
+    if (rehashed) await replacePasswordHash(db, user.id, user.password_hash, rehashed);
+  }
+  return user;
 }
 
 export async function requireUserByUsername(db: Knex, username: string, field = 'user'): Promise<UserRow> {

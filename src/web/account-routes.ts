@@ -1,6 +1,8 @@
 import Router from '@koa/router';
-import { AppError } from '../errors.js';
-import { authenticate, createUser } from '../services/users.js';
+import type { Context } from 'koa';
+import type { UserRow } from '../db/users.js';
+import { AppError, RetryLaterError } from '../errors.js';
+import { createUser, signIn } from '../services/users.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 
@@ -20,17 +22,9 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.post('/login', async (ctx) => {
     const form = formFields(ctx);
-    const user = await authenticate(deps.db, form.login ?? '', form.password ?? '');
-    if (!user) {
-      render(ctx, 'login', {
-        title: 'Sign in',
-        action: '/login',
-        returnTo: safeReturnTo(form.return_to),
-        values: { login: form.login ?? '' },
-        errors: { login: 'Incorrect username, email or password.' },
-      }, 401);
-      return;
-    }
+    const page = { title: 'Sign in', action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' } };
+    const user = await signInOrExplain(ctx, deps, form, page);
+    if (!user) return;
     await deps.sessions.signIn(ctx, user.id);
     ctx.redirect(safeReturnTo(form.return_to));
   });
@@ -46,12 +40,15 @@ export function accountRoutes(deps: WebDeps): Router {
     const form = formFields(ctx);
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
     try {
-      const user = await createUser(deps.db, { ...values, password: form.password ?? '' });
+      await deps.limits.beforeSignUp(ctx.ip);
+      const user = await createUser(deps.db, { ...values, password: form.password ?? '' }, deps.kdf);
+      await deps.limits.signedUp(ctx.ip);
       await deps.sessions.signIn(ctx, user.id);
       ctx.redirect('/groups');
     } catch (err) {
-      if (err instanceof AppError && err.field) {
-        render(ctx, 'signup', { title: 'Sign up', values, errors: { [err.field]: err.message } }, err.status);
+      if (err instanceof AppError && (err.field || err instanceof RetryLaterError)) {
+        if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+        render(ctx, 'signup', { title: 'Sign up', values, errors: { [err.field ?? 'username']: err.message } }, err.status);
         return;
       }
       throw err;
@@ -64,4 +61,27 @@ export function accountRoutes(deps: WebDeps): Router {
   });
 
   return router;
+}
+
+/**
+ * Runs a password sign-in for a sign-in form (the site's or the authorization flow's) and, when it
+ * fails, re-renders that form with the reason: wrong credentials (401), or too many attempts
+ * (429) or a busy server (503), both with Retry-After. Returns the user on success.
+ */
+export async function signInOrExplain(
+  ctx: Context,
+  deps: WebDeps,
+  form: Record<string, string>,
+  page: { title: string } & Record<string, unknown>,
+): Promise<UserRow | undefined> {
+  try {
+    const user = await signIn(deps, { login: form.login ?? '', password: form.password ?? '', ip: ctx.ip });
+    if (user) return user;
+    render(ctx, 'login', { ...page, errors: { login: 'Incorrect username, email or password.' } }, 401);
+  } catch (err) {
+    if (!(err instanceof RetryLaterError)) throw err;
+    ctx.set('Retry-After', String(err.retryAfterS));
+    render(ctx, 'login', { ...page, errors: { login: err.message } }, err.status);
+  }
+  return undefined;
 }

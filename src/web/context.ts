@@ -4,6 +4,8 @@ import type { Config } from '../config.js';
 import { findUserById, type UserRow } from '../db/users.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
+import type { Limits } from '../services/limits.js';
+import type { KdfQueue } from '../services/passwords.js';
 import type { SiteSessions } from './session.js';
 
 /** What every page handler may use. */
@@ -11,6 +13,8 @@ export interface WebDeps {
   config: Config;
   db: Knex;
   sessions: SiteSessions;
+  limits: Limits;
+  kdf: KdfQueue;
 }
 
 /** Loads the signed-in user (if any) into ctx.state.user for every page. */

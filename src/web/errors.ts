@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { AppError } from '../errors.js';
+import { AppError, RetryLaterError } from '../errors.js';
 import { isStorageOutage } from '../storage.js';
 import { render } from './render.js';
 
@@ -19,6 +19,7 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void) {
           ctx.redirect(`/login?return_to=${encodeURIComponent(returnTo)}`);
           return;
         }
+        if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
         render(ctx, 'error', { title: titleFor(err.status), message: err.message, status: err.status }, err.status);
         return;
       }
@@ -46,6 +47,8 @@ function titleFor(status: number): string {
     case 409: return 'Conflict';
     case 413: return 'Too large';
     case 415: return 'Unsupported content type';
+    case 429: return 'Too many requests';
+    case 503: return 'Temporarily unavailable';
     default: return 'Error';
   }
 }

@@ -8,7 +8,8 @@ import { expect } from 'chai';
 import { findAccessTokenByDigest } from '../../src/db/access-tokens.js';
 import { createDb } from '../../src/db/knex.js';
 import { migrationSource } from '../../src/db/migrations/index.js';
-import { authenticate } from '../../src/services/users.js';
+import { findUserByUsername } from '../../src/db/users.js';
+import { verifyPassword } from '../../src/services/passwords.js';
 import { databaseKinds, freshDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeGroup, makeUser } from '../helpers/factories.js';
 
@@ -93,9 +94,10 @@ for (const kind of databaseKinds()) {
       expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User' });
       expect(user.id).to.be.a('number');
       expect(user.createdAt).to.match(ISO_TIME);
-      const signedIn = await authenticate(t.db, username, password);
-      expect(signedIn?.id).to.equal(user.id);
-      expect(await authenticate(t.db, username, `${password}\r`)).to.equal(undefined);
+      const row = (await findUserByUsername(t.db, username))!;
+      expect(row.id).to.equal(user.id);
+      expect(await verifyPassword(password, row.password_hash)).to.equal(true);
+      expect(await verifyPassword(`${password}\r`, row.password_hash)).to.equal(false);
     });
 
     it('user create refuses a username taken in another case, naming username', async () => {

@@ -31,6 +31,8 @@ export async function startIdp(
   profile: Profile = 'sqlite',
   env: Record<string, string> = {},
   existing?: TestDatabase,
+  /** Instances given the same prefix share their Redis state, as instances of one deployment do. */
+  sharedKeyPrefix?: string,
 ): Promise<RunningIdp> {
   const database = existing ?? (await freshDatabase(profile === 'sqlite' ? 'sqlite' : 'postgres'));
   const server = (await import('node:http')).createServer();
@@ -45,7 +47,7 @@ export async function startIdp(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const keyPrefix = `idp-test:${randomBytes(4).toString('hex')}:`;
+  const keyPrefix = sharedKeyPrefix ?? `idp-test:${randomBytes(4).toString('hex')}:`;
   const idp = await createIdp(config, { logger: createLogger(config.logLevel), redisKeyPrefix: keyPrefix });
   server.on('request', idp.app.callback());
   return {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -34,7 +35,7 @@ describe('loadConfig', () => {
         clientAuth: { points: 10, durationS: 60 },
         apiToken: { points: 5000, durationS: 3600 },
       },
-      kdf: { concurrency: 2, queue: 32 },
+      kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
     });
   });
 

@@ -1,0 +1,199 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Knex } from 'knex';
+import {
+  RateLimiterPostgres,
+  RateLimiterRedis,
+  RateLimiterRes,
+  RateLimiterSQLite,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { Config, RateLimit } from '../config.js';
+import { RATE_LIMITS_TABLE } from '../db/rate-limits.js';
+import { inWords, RetryLaterError } from '../errors.js';
+
+/**
+ * The abuse limits, with rate-limiter-flexible. Counters live where every instance sees them:
+ * Redis when the service has it, the SQL database otherwise (the `rate_limits` table). A limit
+ * set to `off` never refuses anything.
+ *
+ * Sign-in failures are counted three ways:
+ * - one account from one address: after the limit, that pair is blocked for a minute, and every
+ *   further failure doubles the delay (a right password is refused too while blocked);
+ * - one address, any accounts: refused for the rest of the window;
+ * - one account, any addresses: no hard lockout (a stranger could use it against the owner), the
+ *   account's sign-in slows to one try a minute instead.
+ */
+
+/** The first block after too many failures of one account from one address; each further one doubles it. */
+const FIRST_DELAY_S = 60;
+const MAX_DELAY_S = 24 * 60 * 60;
+/** How long the doubling remembers earlier blocks. */
+const STRIKES_WINDOW_S = 24 * 60 * 60;
+const SLOW_ACCOUNT_EVERY_S = 60;
+
+export interface ApiAllowance {
+  limit: number;
+  remaining: number;
+  used: number;
+  /** When the window resets, in seconds since the epoch. */
+  resetAt: number;
+}
+
+type Store = (options: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
+
+function storeOf(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix: string): Store {
+  if (redis) return (o) => new RateLimiterRedis({ storeClient: redis, ...o, keyPrefix: `${redisKeyPrefix}rl:${o.keyPrefix}` });
+  const sql = { storeClient: db, storeType: 'knex', tableName: RATE_LIMITS_TABLE, tableCreated: true, clearExpiredByTimeout: false };
+  return config.databaseUrl.startsWith('postgres') ? (o) => new RateLimiterPostgres({ ...sql, ...o }) : (o) => new RateLimiterSQLite({ ...sql, ...o });
+}
+
+/** Keys are bounded and carry no personal data in clear: a login or client id is digested. */
+function key(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\u0000')).digest('base64url');
+}
+
+/** The result of `consume` whether it was allowed or refused; store failures (outages) are thrown. */
+async function consume(limiter: RateLimiterAbstract, k: string, points = 1): Promise<{ allowed: boolean; res: RateLimiterRes }> {
+  try {
+    return { allowed: true, res: await limiter.consume(k, points) };
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return { allowed: false, res: err };
+    throw err;
+  }
+}
+
+function retryAfterS(res: RateLimiterRes): number {
+  return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+}
+
+/** A limiter and the number of points it allows per window. */
+interface Counter {
+  limiter: RateLimiterAbstract;
+  points: number;
+}
+
+/** Seconds until a counter allows again when it is used up, or 0 when it is not. */
+async function exhaustedFor(counter: Counter, k: string): Promise<number> {
+  const res = await counter.limiter.get(k);
+  return res && res.consumedPoints >= counter.points ? retryAfterS(res) : 0;
+}
+
+function tooManySignIns(seconds: number): RetryLaterError {
+  return new RetryLaterError(429, 'rate_limited', `Too many failed sign-in attempts. Try again ${inWords(seconds)}.`, seconds);
+}
+
+export class Limits {
+  private readonly signinAccountIp?: { failures: RateLimiterAbstract; strikes: RateLimiterAbstract; points: number };
+  private readonly signinIp?: Counter;
+  private readonly signinAccount?: { failures: RateLimiterAbstract; slow: RateLimiterAbstract; points: number };
+  private readonly signup?: Counter;
+  private readonly clientAuth?: Counter;
+  private readonly apiToken?: Counter;
+
+  constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:') {
+    const store = storeOf(config, db, redis, redisKeyPrefix);
+    const limits = config.rateLimits;
+    const make = (name: string, limit: RateLimit) => store({ keyPrefix: name, points: limit.points, duration: limit.durationS });
+    const counter = (name: string, limit: RateLimit): Counter => ({ limiter: make(name, limit), points: limit.points });
+    if (limits.signinAccountIp) {
+      this.signinAccountIp = {
+        failures: make('signin-account-ip', limits.signinAccountIp),
+        strikes: store({ keyPrefix: 'signin-strikes', points: 1_000_000, duration: STRIKES_WINDOW_S }),
+        points: limits.signinAccountIp.points,
+      };
+    }
+    if (limits.signinIp) this.signinIp = counter('signin-ip', limits.signinIp);
+    if (limits.signinAccount) {
+      this.signinAccount = {
+        failures: make('signin-account', limits.signinAccount),
+        slow: store({ keyPrefix: 'signin-account-slow', points: 1, duration: SLOW_ACCOUNT_EVERY_S }),
+        points: limits.signinAccount.points,
+      };
+    }
+    if (limits.signupIp) this.signup = counter('signup-ip', limits.signupIp);
+    if (limits.clientAuth) this.clientAuth = counter('client-auth', limits.clientAuth);
+    if (limits.apiToken) this.apiToken = counter('api-token', limits.apiToken);
+  }
+
+  /**
+   * Before a password is checked: throws a 429 when this account and address are blocked, when
+   * the address has failed too often, or when the account is slowed down and tried within the minute.
+   */
+  async beforeSignIn(account: string, ip: string): Promise<void> {
+    const pair = key(account, ip);
+    if (this.signinAccountIp) {
+      const res = await this.signinAccountIp.failures.get(pair);
+      if (res && res.consumedPoints > this.signinAccountIp.points) throw tooManySignIns(retryAfterS(res));
+    }
+    if (this.signinIp) {
+      const seconds = await exhaustedFor(this.signinIp, key(ip));
+      if (seconds) throw tooManySignIns(seconds);
+    }
+    if (this.signinAccount) {
+      const res = await this.signinAccount.failures.get(key(account));
+      if (res && res.consumedPoints >= this.signinAccount.points) {
+        const slow = await consume(this.signinAccount.slow, key(account));
+        if (!slow.allowed) throw tooManySignIns(retryAfterS(slow.res));
+      }
+    }
+  }
+
+  /** A wrong password (or unknown account): counted three ways, and the pair blocked past its limit. */
+  async signInFailed(account: string, ip: string): Promise<void> {
+    const pair = key(account, ip);
+    await Promise.all([
+      this.signinIp ? consume(this.signinIp.limiter, key(ip)) : undefined,
+      this.signinAccount ? consume(this.signinAccount.failures, key(account)) : undefined,
+    ]);
+    if (!this.signinAccountIp) return;
+    const { failures, strikes, points } = this.signinAccountIp;
+    const [counted, struck] = await Promise.all([consume(failures, pair), strikes.get(pair)]);
+    if (counted.res.consumedPoints < points && !struck) return;
+    // Past the limit, or failing again after an earlier block: block for twice as long as last time.
+    const n = (await consume(strikes, pair)).res.consumedPoints;
+    await failures.block(pair, Math.min(FIRST_DELAY_S * 2 ** (n - 1), MAX_DELAY_S));
+  }
+
+  /** A right password: this account and address start afresh. */
+  async signInSucceeded(account: string, ip: string): Promise<void> {
+    if (!this.signinAccountIp) return;
+    const pair = key(account, ip);
+    await Promise.all([this.signinAccountIp.failures.delete(pair), this.signinAccountIp.strikes.delete(pair)]);
+  }
+
+  /** Before creating an account: throws a 429 when this address has made too many today. */
+  async beforeSignUp(ip: string): Promise<void> {
+    if (!this.signup) return;
+    const seconds = await exhaustedFor(this.signup, key(ip));
+    if (seconds) {
+      throw new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds);
+    }
+  }
+
+  async signedUp(ip: string): Promise<void> {
+    if (this.signup) await consume(this.signup.limiter, key(ip));
+  }
+
+  /** Seconds a client must wait before authenticating again, or 0 when it may. */
+  async clientAuthBlockedFor(clientId: string): Promise<number> {
+    return this.clientAuth ? exhaustedFor(this.clientAuth, key(clientId)) : 0;
+  }
+
+  async clientAuthFailed(clientId: string): Promise<void> {
+    if (this.clientAuth) await consume(this.clientAuth.limiter, key(clientId));
+  }
+
+  /** Counts one API request of a token (by its digest); undefined when the limit is off. */
+  async apiRequest(tokenDigest: string): Promise<{ allowed: boolean; allowance: ApiAllowance; retryAfterS: number } | undefined> {
+    if (!this.apiToken) return undefined;
+    const { allowed, res } = await consume(this.apiToken.limiter, tokenDigest);
+    const limit = this.apiToken.points;
+    const used = Math.min(res.consumedPoints, limit);
+    return {
+      allowed,
+      allowance: { limit, used, remaining: Math.max(0, limit - used), resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000) },
+      retryAfterS: retryAfterS(res),
+    };
+  }
+}
