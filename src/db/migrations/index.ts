@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as initial from './0001_initial.js';
+import * as signOutUrls from './0004_sign_out_urls.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -12,6 +13,7 @@ interface Migration {
  */
 const migrations: Record<string, Migration> = {
   '0001_initial': initial,
+  '0004_sign_out_urls': signOutUrls,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
