@@ -67,6 +67,10 @@ export function createProvider(deps: ProviderDeps): Provider {
       email: ['email', 'email_verified'],
     },
     scopes: Object.keys(SCOPES),
+    // The ID token carries every claim the granted scopes allow (profile, email), not only `sub`:
+    // clients such as Auth.js build their user from the ID token alone, as Keycloak and most
+    // providers allow. Userinfo still serves the same claims.
+    conformIdTokenClaims: false,
     responseTypes: ['code'],
     routes: ROUTES,
     ttl: TTL,
