@@ -8,7 +8,8 @@ import { findAccount } from './accounts.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
 import { providerPages, type RenderPage } from './pages.js';
-import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
+import { authorizeQuery } from './authorize-params.js';
+import { SCOPES } from './scopes.js';
 import { tokenRequestParams, tokenResponseShape } from './token-endpoint.js';
 
 export const ROUTES = {
@@ -177,10 +178,9 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   provider.use(tokenRequestParams(ROUTES.token));
   provider.use(async function contractDefaults(ctx, next) {
-    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
-      // The seed's authorize request has neither: no scope means groups:read-only, and
-      // response_type defaults to code, the only one there is (CONTRACT §4).
-      ctx.query = { response_type: 'code', ...ctx.query, scope: ctx.query.scope || DEFAULT_SCOPE };
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET') {
+      const query = authorizeQuery(ctx.query);
+      if (query) ctx.query = query;
     }
     if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
     await next();
