@@ -115,8 +115,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     pkce: { required: () => false },
     extraParams: {
       // Checked after the redirect_uri is trusted, so a missing state is redirected back as an error.
+      // A request with a PKCE challenge may leave state out: the challenge already binds the
+      // code to the browser that started the flow (RFC 9700 §2.1), and clients such as Auth.js
+      // rely on it by default and send no state.
       async state(ctx, value) {
-        if (ctx.oidc.route === 'authorization' && !value) {
+        if (ctx.oidc.route === 'authorization' && !value && !ctx.oidc.params?.code_challenge) {
           throw new errors.InvalidRequest("missing required parameter 'state'");
         }
       },

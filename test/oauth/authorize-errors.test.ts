@@ -188,6 +188,12 @@ for (const profile of profiles()) {
         expect(res.status).to.be.oneOf([302, 303]);
         expect(res.headers.get('location')).to.match(/^\/interaction\//);
       });
+
+      it('starts the sign-in without state when the request carries a PKCE challenge (Auth.js\'s default)', async () => {
+        const res = await getManual(valid({ state: undefined, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }));
+        expect(res.status).to.be.oneOf([302, 303]);
+        expect(res.headers.get('location')).to.match(/^\/interaction\//);
+      });
     });
   });
 }
