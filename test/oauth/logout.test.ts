@@ -168,6 +168,24 @@ for (const profile of profiles()) {
       expect(inlineScripts(html)).to.deep.equal([]);
     });
 
+    it('leaves the application\'s tokens working after the person signs out', async () => {
+      const agent = await signedIn();
+      const params = await authorize(agent, client, user);
+      const tokens = await tokenRequest(server.url, {
+        form: { client_id: client.clientId, client_secret: client.clientSecret, code: params.get('code')!, redirect_uri: client.redirectUri },
+      });
+      expect(tokens.status, tokens.text).to.equal(200);
+      const page = await agent.get(logoutUrl({ client_id: client.clientId, post_logout_redirect_uri: SIGNED_OUT_URL }));
+      const { action, xsrf } = logoutForm(await page.text());
+      expect((await agent.postForm(action, { xsrf, logout: 'yes' })).status).to.equal(303);
+      const api = await fetch(`${server.url}/apis/v2/groups`, { headers: { authorization: `Bearer ${String(tokens.body.access_token)}` } });
+      expect(api.status).to.equal(200);
+      const refreshed = await tokenRequest(server.url, {
+        form: { grant_type: 'refresh_token', refresh_token: String(tokens.body.refresh_token), client_id: client.clientId, client_secret: client.clientSecret },
+      });
+      expect(refreshed.status, refreshed.text).to.equal(200);
+    });
+
     it('refuses a logout form posted without its xsrf value, keeping the session', async () => {
       const agent = await signedIn();
       const page = await agent.get(logoutUrl({ client_id: client.clientId }));
