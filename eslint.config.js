@@ -51,6 +51,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       eqeqeq: ['error', 'always', { null: 'ignore' }],
       'no-console': 'error',
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   { files: ['test/**', 'bench/**', 'scripts/**', 'examples/**', 'docs/**'], rules: { 'no-console': 'off' } },

@@ -100,10 +100,11 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     keys,
     limits,
     modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
-    renderError: (ctx, status, title, message) => {
+    renderPage: (ctx, view, locals, status) => {
       ctx.type = 'html';
       ctx.status = status;
-      ctx.body = renderPage('error', { title, message, status });
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = renderPage(view, locals);
     },
     onError: (err) => onFault(err),
   });

@@ -32,6 +32,26 @@ export function isScope(value: string): value is Scope {
   return Object.hasOwn(SCOPES, value);
 }
 
+/**
+ * A scope list as clients send it: RFC 6749 separates scopes with spaces, and clients written for
+ * GitHub (which accepts both) separate them with commas. Both count here; empty items are dropped.
+ */
+export function splitScopes(value: string): string[] {
+  return value.split(/[ ,]+/).filter(Boolean);
+}
+
+/**
+ * The scopes of a list this service knows, space separated, or undefined when none is left.
+ * Unknown scopes are dropped at refresh as they are at authorize, so a client that sends its
+ * configured scope again on refresh is not refused for a scope that was never granted because
+ * it does not exist here. `offline_access` is one of them: refresh tokens are always issued, so
+ * asking for one changes nothing.
+ */
+export function knownScopes(value: string): string | undefined {
+  const known = [...new Set(splitScopes(value).filter(isScope))];
+  return known.length ? known.join(' ') : undefined;
+}
+
 /** Lifetimes in seconds, by oidc-provider model name. */
 export const TTL = {
   AuthorizationCode: 600,

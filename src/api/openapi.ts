@@ -73,6 +73,13 @@ const appFieldProperties = {
     maxLength: 2048,
     description: 'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]. The authorize request\'s redirect_uri must equal it exactly.',
   },
+  signOutRedirectURLs: {
+    type: 'array',
+    maxItems: 10,
+    items: { type: 'string', maxLength: 2048 },
+    description:
+      'Sign-out redirect URLs: where RP-initiated logout (`GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…`) may send a person back to after signing out. Each follows the callback URL\'s rules and is matched exactly; a repeated URL counts once. Default empty; an edit that names the field replaces the whole list.',
+  },
 };
 const appFields = {
   clientID: { type: 'string', description: 'Public; the OAuth client_id' },
@@ -81,7 +88,7 @@ const appFields = {
   createdAt: { type: 'string', format: 'date-time' },
   updatedAt: { type: 'string', format: 'date-time' },
 };
-const appRequired = ['clientID', 'name', 'homepageURL', 'description', 'callbackURL', 'groupId', 'createdAt', 'updatedAt'];
+const appRequired = ['clientID', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt'];
 
 export function openApiDocument(issuer: string) {
   return {
@@ -273,7 +280,7 @@ export function openApiDocument(issuer: string) {
         },
         patch: {
           operationId: 'updateOAuthApp',
-          summary: 'Edit any of the four fields of an OAuth application (owners only)',
+          summary: 'Edit any of the fields of an OAuth application (owners only)',
           description: 'Scope `groups:read-write`. Fields left out keep their value.',
           parameters: [clientIdParam],
           requestBody: jsonBody(ref('OAuthAppChanges'), 'The fields to change; an unknown field is a 400'),

@@ -93,6 +93,7 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
     homepageURL: flags.required('homepage-url'),
     callbackURL: flags.required('callback-url'),
     description: flags.string('description'),
+    signOutRedirectURLs: flags.list('sign-out-url'),
   });
   return {
     json: presentApp(app, { secret: secret.secret }),
@@ -167,9 +168,10 @@ export const commands: Command[] = [
   },
   {
     name: 'app create',
-    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D]',
-    summary: 'Create an OAuth application of the group at path P; prints its client secret once.',
+    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]…',
+    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL.',
     strings: ['group', 'name', 'homepage-url', 'callback-url', 'description'],
+    lists: ['sign-out-url'],
     run: appCreate,
   },
   {

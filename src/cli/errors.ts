@@ -20,6 +20,7 @@ const FLAG_OF_FIELD: Record<string, string> = {
   role: '--role',
   homepageURL: '--homepage-url',
   callbackURL: '--callback-url',
+  signOutRedirectURLs: '--sign-out-url',
   scopes: '--scope',
   'scopes.0': '--scope',
   'scopes.1': '--scope',

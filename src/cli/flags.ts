@@ -5,6 +5,8 @@ import { UsageError } from './errors.js';
 export interface FlagSpec {
   strings: readonly string[];
   booleans?: readonly string[];
+  /** Flags that may be given more than once, each time with one value (read with `list`). */
+  lists?: readonly string[];
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -24,16 +26,26 @@ export class Flags {
     return value;
   }
 
+  /** Every value of a repeatable flag, in the order given; none given is an empty list. */
+  list(name: string): string[] {
+    const value = this.values[name];
+    return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+  }
+
   has(name: string): boolean {
     return this.values[name] === true;
   }
 }
 
-/** Strict parsing: an unknown flag, a missing value, a stray argument or a repeated flag is an error. */
+/**
+ * Strict parsing: an unknown flag, a missing value, a stray argument or a repeated flag is an
+ * error, except for the flags a command declares repeatable.
+ */
 export function parseFlags(args: string[], spec: FlagSpec): Flags {
   const options: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
   for (const name of spec.strings) options[name] = { type: 'string' };
   for (const name of spec.booleans ?? []) options[name] = { type: 'boolean' };
+  for (const name of spec.lists ?? []) options[name] = { type: 'string', multiple: true };
 
   let parsed;
   try {
@@ -44,7 +56,7 @@ export function parseFlags(args: string[], spec: FlagSpec): Flags {
   // parseArgs keeps the last of a repeated flag; with two values on the line, refuse to guess.
   const seen = new Set<string>();
   for (const token of parsed.tokens) {
-    if (token.kind !== 'option') continue;
+    if (token.kind !== 'option' || spec.lists?.includes(token.name)) continue;
     if (seen.has(token.name)) throw new UsageError(`${token.rawName}: given more than once`);
     seen.add(token.name);
   }

@@ -8,8 +8,21 @@ export interface AppRow {
   homepage_url: string;
   description: string;
   callback_url: string;
+  /** Sign-out redirect URLs, stored as a JSON array of strings (see `signOutUrlsOf`). */
+  sign_out_urls: string;
   created_at: string | Date;
   updated_at: string | Date;
+}
+
+/** The stored sign-out redirect URLs of an application as a list. */
+export function signOutUrlsOf(app: Pick<AppRow, 'sign_out_urls'>): string[] {
+  const parsed: unknown = JSON.parse(app.sign_out_urls || '[]');
+  return Array.isArray(parsed) ? parsed.filter((url): url is string => typeof url === 'string') : [];
+}
+
+/** A list of sign-out redirect URLs as the column stores it. */
+export function storedSignOutUrls(urls: readonly string[]): string {
+  return JSON.stringify(urls);
 }
 
 export interface SecretRow {
@@ -63,7 +76,7 @@ export async function insertApp(
 export async function updateApp(
   db: Knex,
   id: number,
-  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url'> & { at: string },
+  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls'> & { at: string },
 ): Promise<void> {
   const { at, ...rest } = fields;
   await db('oauth_apps').where({ id }).update({ ...rest, updated_at: at });

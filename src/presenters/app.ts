@@ -1,4 +1,4 @@
-import type { AppRow, SecretRow } from '../db/apps.js';
+import { signOutUrlsOf, type AppRow, type SecretRow } from '../db/apps.js';
 import { toIso } from '../db/time.js';
 
 /** An OAuth application as CONTRACT §3 names its fields. */
@@ -9,6 +9,7 @@ export interface AppJson {
   homepageURL: string;
   description: string;
   callbackURL: string;
+  signOutRedirectURLs: string[];
   groupId: number;
   createdAt: string;
   updatedAt: string;
@@ -26,6 +27,7 @@ export function presentApp(row: AppRow, options: { secret?: string } = {}): AppJ
     homepageURL: row.homepage_url,
     description: row.description,
     callbackURL: row.callback_url,
+    signOutRedirectURLs: signOutUrlsOf(row),
     groupId: Number(row.group_id),
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { findClientWithSecrets, touchSecret } from '../db/apps.js';
+import { findClientWithSecrets, signOutUrlsOf, touchSecret } from '../db/apps.js';
 import { now } from '../db/time.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
@@ -29,6 +29,8 @@ export function createClientAdapter(db: Knex): Adapter {
         client_name: app.name,
         client_uri: app.homepage_url,
         redirect_uris: [app.callback_url],
+        // RP-initiated logout returns only to one of these, matched exactly (a web client's rule).
+        post_logout_redirect_uris: signOutUrlsOf(app),
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',

@@ -9,7 +9,9 @@ import { findAccount } from './accounts.js';
 import { clientAuthLimit } from './client-auth-limit.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
-import { DEFAULT_SCOPE, SCOPES, TTL } from '../vocabulary.js';
+import { SCOPES, TTL } from '../vocabulary.js';
+import { providerPages, type RenderPage } from './pages.js';
+import { authorizeQuery } from './authorize-params.js';
 import { tokenRequestParams, tokenResponseShape } from './token-endpoint.js';
 
 export const ROUTES = {
@@ -33,7 +35,8 @@ export interface ProviderDeps {
   limits: Limits;
   /** Storage of every model but Client: the SQL adapter, or Redis when REDIS_URL is set. */
   modelAdapter: (name: string) => Adapter;
-  renderError: (ctx: KoaContextWithOIDC, status: number, title: string, message: string) => void;
+  /** Renders one of the site's pages (views/) as the response: the provider's errors and logout pages. */
+  renderPage: RenderPage;
   onError: (err: unknown) => void;
 }
 
@@ -44,6 +47,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   const clientAdapter = createClientAdapter(db);
   const secure = config.issuer.startsWith('https://');
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true, signed: true };
+  // The pages read the session through the provider, which exists once the configuration is built.
+  let provider: Provider | undefined;
+  const pages = providerPages({ db, provider: () => provider!, render: deps.renderPage });
 
   const configuration: Configuration = {
     adapter: ((name: string) => (name === 'Client' ? clientAdapter : deps.modelAdapter(name))) as unknown as Configuration['adapter'],
@@ -55,6 +61,10 @@ export function createProvider(deps: ProviderDeps): Provider {
       email: ['email', 'email_verified'],
     },
     scopes: Object.keys(SCOPES),
+    // The ID token carries every claim the granted scopes allow (profile, email), not only `sub`:
+    // clients such as Auth.js build their user from the ID token alone, as Keycloak and most
+    // providers allow. Userinfo still serves the same claims.
+    conformIdTokenClaims: false,
     responseTypes: ['code'],
     routes: ROUTES,
     ttl: TTL,
@@ -79,7 +89,13 @@ export function createProvider(deps: ProviderDeps): Provider {
         enabled: true,
         allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
       },
-      rpInitiatedLogout: { enabled: true },
+      // GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…&id_token_hint=…: the person
+      // confirms, is signed out, and returns to one of the application's sign-out redirect URLs.
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: pages.logoutSource,
+        postLogoutSuccessSource: pages.postLogoutSuccessSource,
+      },
       userinfo: { enabled: true },
     },
     // Tokens of a third-party server outlive the browser session that created them.
@@ -92,8 +108,11 @@ export function createProvider(deps: ProviderDeps): Provider {
     pkce: { required: () => false },
     extraParams: {
       // Checked after the redirect_uri is trusted, so a missing state is redirected back as an error.
+      // A request with a PKCE challenge may leave state out: the challenge already binds the
+      // code to the browser that started the flow (RFC 9700 §2.1), and clients such as Auth.js
+      // rely on it by default and send no state.
       async state(ctx, value) {
-        if (ctx.oidc.route === 'authorization' && !value) {
+        if (ctx.oidc.route === 'authorization' && !value && !ctx.oidc.params?.code_challenge) {
           throw new errors.InvalidRequest("missing required parameter 'state'");
         }
       },
@@ -137,11 +156,11 @@ export function createProvider(deps: ProviderDeps): Provider {
         return;
       }
       const status = ctx.status >= 400 ? ctx.status : 400;
-      deps.renderError(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
+      await pages.error(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
     },
   };
 
-  const provider = new Provider(config.issuer, configuration);
+  provider = new Provider(config.issuer, configuration);
   if (secure) provider.proxy = true;
 
   // Token values in the contract's format (ho_/hr_ + 30 base62 + CRC32), made by the models themselves.
@@ -161,23 +180,23 @@ export function createProvider(deps: ProviderDeps): Provider {
     } catch (err) {
       if (!isStorageOutage(err)) throw err;
       deps.onError(err);
-      storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderError);
+      storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderPage);
     }
   });
   provider.use(tokenRequestParams(ROUTES.token, [ROUTES.revocation, ROUTES.introspection]));
   provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection]));
   provider.use(async function contractDefaults(ctx, next) {
-    if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
-      // The seed's authorize request has neither: no scope means groups:read-only, and
-      // response_type defaults to code, the only one there is (CONTRACT §4).
-      ctx.query = { response_type: 'code', ...ctx.query, scope: ctx.query.scope || DEFAULT_SCOPE };
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET') {
+      const query = authorizeQuery(ctx.query);
+      if (query) ctx.query = query;
     }
     if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
     await next();
     // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
     const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
     if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
-    if (ctx.state.storageOutage) storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderError);
+    if (ctx.state.storageOutage) storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderPage);
+    else if (isSignedOutLogoutPage(ctx as KoaContextWithOIDC)) pages.signedOutLogout(ctx as KoaContextWithOIDC);
     else tokenResponseShape(ctx as never);
   });
 
@@ -190,12 +209,21 @@ export function createProvider(deps: ProviderDeps): Provider {
 }
 
 /**
+ * The logout request of a person who is not signed in: the library answers it with a page that
+ * submits its form by inline script (lib/actions/end_session.js), which the site's CSP refuses.
+ */
+function isSignedOutLogoutPage(ctx: KoaContextWithOIDC): boolean {
+  return ctx.oidc?.route === 'end_session' && ctx.status === 200 && !ctx.oidc.session?.accountId;
+}
+
+/**
  * The library answers any fault with server_error (500); when the fault is storage being
  * unreachable, the honest answer is 503 temporarily_unavailable, and the client may retry.
  */
-function storageOutageResponse(ctx: KoaContextWithOIDC, renderError: ProviderDeps['renderError']): void {
+function storageOutageResponse(ctx: KoaContextWithOIDC, render: RenderPage): void {
   const description = 'storage is unreachable; try again shortly';
-  if (ctx.accepts('json', 'html') === 'html' && ctx.method === 'GET') renderError(ctx, 503, 'Temporarily unavailable', description);
+  // No signed-in user in the header: looking one up would wait on the storage that is away.
+  if (ctx.accepts('json', 'html') === 'html' && ctx.method === 'GET') render(ctx, 'error', { title: 'Temporarily unavailable', message: description, status: 503 }, 503);
   else ctx.body = { error: 'temporarily_unavailable', error_description: description };
   ctx.status = 503;
   ctx.set('Retry-After', '5');

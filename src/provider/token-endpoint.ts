@@ -1,5 +1,6 @@
 import * as querystring from 'node:querystring';
 import type { Context, Next } from 'koa';
+import { knownScopes } from '../vocabulary.js';
 
 /**
  * The seed's clients send the token request's parameters in the query string, often with an
@@ -7,7 +8,8 @@ import type { Context, Next } from 'koa';
  * merges the query string into it and hands the result to oidc-provider, which reads an
  * already-parsed `req.body` (lib/shared/selective_body.js). A parameter given in both places
  * with the same value counts once; with different values it is a duplicate, which the library
- * rejects as `invalid_request`. `grant_type` defaults to `authorization_code`.
+ * rejects as `invalid_request`. `grant_type` defaults to `authorization_code`, and a refresh
+ * request's scope keeps only the scopes this service knows (see `refreshScope`).
  */
 const BODY_LIMIT = 56 * 1024;
 const FORM = 'application/x-www-form-urlencoded';
@@ -55,7 +57,10 @@ export function tokenRequestParams(tokenPath: string, otherFormPaths: readonly s
       return;
     }
     const params = isToken ? mergeParams(body, ctx.query as Params) : body;
-    if (isToken) params.grant_type ??= 'authorization_code';
+    if (isToken) {
+      params.grant_type ??= 'authorization_code';
+      refreshScope(params);
+    }
     (ctx.req as typeof ctx.req & { body?: Params }).body = params;
     ctx.req.headers['content-type'] = FORM;
     // A bodiless POST (the README's `curl -X POST "…/access_token?client_id=…"`) carries neither
@@ -65,6 +70,21 @@ export function tokenRequestParams(tokenPath: string, otherFormPaths: readonly s
     }
     return next();
   };
+}
+
+/**
+ * The library refuses a refresh whose `scope` names anything the refresh token lacks
+ * (lib/actions/grants/refresh_token.js), unknown scopes included; authorize drops those. Here
+ * they are dropped before the library reads the request, as authorize does: `offline_access`
+ * (oidc-agent sends it on every refresh) and any other unknown scope no longer fail a refresh,
+ * while a known scope beyond the grant still reaches the library's check and is refused with
+ * `invalid_scope`. No known scope left means no `scope`: the refresh token's own scopes.
+ */
+export function refreshScope(params: Params): void {
+  if (params.grant_type !== 'refresh_token' || typeof params.scope !== 'string') return;
+  const scope = knownScopes(params.scope);
+  if (scope === undefined) delete params.scope;
+  else params.scope = scope;
 }
 
 /** Adds the seed's `expire_in` (a string) beside RFC 6749's `expires_in`, and the seed's lower-case `bearer`. */

@@ -26,21 +26,41 @@ const homepageURL = z
     return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
   }, 'homepageURL must be an absolute http(s) URL');
 
+/** Why `value` cannot be a place people are sent back to (the callback, a sign-out URL), or undefined when it can. */
+function redirectUrlProblem(value: string): string | undefined {
+  const url = safeUrl(value);
+  if (!url) return 'must be an absolute URL';
+  if (value.includes('#')) return 'must not contain a fragment (#…)';
+  const loopbackHttp = url.protocol === 'http:' && LOOPBACK.has(url.hostname);
+  if (url.protocol !== 'https:' && !loopbackHttp) return 'must use https (http only for localhost, 127.0.0.1 or [::1])';
+  return undefined;
+}
+
 const callbackURL = z
   .string({ error: 'callbackURL is required' })
   .trim()
   .max(2048, 'callbackURL must be at most 2048 characters')
   .superRefine((v, ctx) => {
-    const url = safeUrl(v);
-    if (!url) return void ctx.addIssue({ code: 'custom', message: 'callbackURL must be an absolute URL' });
-    if (v.includes('#')) return void ctx.addIssue({ code: 'custom', message: 'callbackURL must not contain a fragment (#…)' });
-    if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) {
-      return void ctx.addIssue({ code: 'custom', message: 'callbackURL must use https (http only for localhost, 127.0.0.1 or [::1])' });
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      ctx.addIssue({ code: 'custom', message: 'callbackURL must use https (http only for localhost, 127.0.0.1 or [::1])' });
-    }
+    const problem = redirectUrlProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: `callbackURL ${problem}` });
   });
+
+export const MAX_SIGN_OUT_URLS = 10;
+
+/**
+ * Where RP-initiated logout may send a person back to: each URL follows the callback's rules and
+ * is matched exactly (string-equal) against `post_logout_redirect_uri`. A repeated URL counts once.
+ */
+const signOutRedirectURLs = z
+  .array(z.string().trim(), { error: 'signOutRedirectURLs must be a list of URLs' })
+  .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
+  .superRefine((urls, ctx) => {
+    urls.forEach((url, i) => {
+      const problem = url.length > 2048 ? 'must be at most 2048 characters' : redirectUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: `signOutRedirectURLs[${i}] ${problem}` });
+    });
+  })
+  .transform((urls) => [...new Set(urls)]);
 
 export const appFieldsSchema = z.strictObject({
   name: z
@@ -51,14 +71,17 @@ export const appFieldsSchema = z.strictObject({
   homepageURL,
   description: rules.description,
   callbackURL,
+  signOutRedirectURLs: signOutRedirectURLs.default([]),
 });
 export type AppFields = z.input<typeof appFieldsSchema>;
 
 /**
- * An edit names only the fields it changes. The description's default ('') is dropped here: with
- * it, an edit that leaves the description out would silently empty it.
+ * An edit names only the fields it changes. The defaults of the description ('') and of the
+ * sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would silently empty it.
  */
-export const appChangesSchema = appFieldsSchema.partial().extend({ description: rules.description.unwrap().optional() });
+export const appChangesSchema = appFieldsSchema
+  .partial()
+  .extend({ description: rules.description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
 
 function safeUrl(value: string): URL | undefined {
   try {
@@ -99,6 +122,7 @@ export async function createApplication(
       homepage_url: data.homepageURL,
       description: data.description,
       callback_url: data.callbackURL,
+      sign_out_urls: apps.storedSignOutUrls(data.signOutRedirectURLs),
       created_by: auditActorId(actor),
       at,
     });
@@ -124,6 +148,7 @@ export async function updateApplication(db: Knex, actor: Actor, clientId: string
     homepage_url: data.homepageURL ?? app.homepage_url,
     description: data.description ?? app.description,
     callback_url: data.callbackURL ?? app.callback_url,
+    sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
   };
   const at = now();
   await db.transaction(async (trx) => {

@@ -1,6 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type Provider from 'oidc-provider';
-import { findAppByClientId, listSecrets, pageAppsOfGroup, type AppRow } from '../db/apps.js';
+import { findAppByClientId, listSecrets, pageAppsOfGroup, signOutUrlsOf, type AppRow } from '../db/apps.js';
 import type { GroupRow } from '../db/groups.js';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
@@ -19,9 +19,10 @@ import { render } from './render.js';
 
 type Ctx = RouterContext;
 
-/** The four fields of CONTRACT §3, with the seed's labels; the form field names are the API's. */
-const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL'] as const;
+/** The fields of CONTRACT §3 with the seed's labels, and the sign-out URLs; the form field names are the API's. */
+const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs'] as const;
 type AppForm = Record<(typeof FIELDS)[number], string>;
+const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '' };
 
 const NOTICES: Record<string, string> = {
   updated: 'Application updated.',
@@ -34,11 +35,23 @@ const LIST_LIMIT = 200;
 
 function appForm(ctx: Ctx): AppForm {
   const form = formFields(ctx);
-  return { name: form.name ?? '', homepageURL: form.homepageURL ?? '', description: form.description ?? '', callbackURL: form.callbackURL ?? '' };
+  return Object.fromEntries(FIELDS.map((field) => [field, form[field] ?? ''])) as AppForm;
+}
+
+/** The form as the services take it: the sign-out URLs are one a line in their text box, blank lines ignored. */
+function appInput(values: AppForm) {
+  const signOutRedirectURLs = values.signOutRedirectURLs.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+  return { ...values, signOutRedirectURLs };
 }
 
 function formOf(app: AppRow): AppForm {
-  return { name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url };
+  return {
+    name: app.name,
+    homepageURL: app.homepage_url,
+    description: app.description,
+    callbackURL: app.callback_url,
+    signOutRedirectURLs: signOutUrlsOf(app).join('\n'),
+  };
 }
 
 /** A path segment that cannot be a secret id is the same as an unknown secret. */
@@ -109,7 +122,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       group,
       tab: 'developer',
       developerUrl: developerUrl(group),
-      values: extra.values ?? { name: '', homepageURL: '', description: '', callbackURL: '' },
+      values: extra.values ?? EMPTY_FORM,
       errors: extra.errors ?? {},
     }, status);
   }
@@ -144,7 +157,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const values = appForm(ctx);
     let created: Awaited<ReturnType<typeof createApplication>>;
     try {
-      created = await createApplication(db, actor, group.id, values);
+      created = await createApplication(db, actor, group.id, appInput(values));
     } catch (err) {
       renderNew(ctx, group, { values, errors: fieldErrors(err) }, (err as AppError).status);
       return;
@@ -161,7 +174,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const { actor, group, app } = await loadApp(ctx);
     const values = appForm(ctx);
     try {
-      await updateApplication(db, actor, app.client_id, values);
+      await updateApplication(db, actor, app.client_id, appInput(values));
     } catch (err) {
       await renderEdit(ctx, group, app, { values, errors: fieldErrors(err) }, (err as AppError).status);
       return;

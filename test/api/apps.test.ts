@@ -56,7 +56,7 @@ for (const profile of profiles()) {
     async function created(token: string, groupId: number, fields: Record<string, unknown> = VALID) {
       const res = await api(token, 'POST', `/groups/${groupId}/oauth-apps`, fields);
       expect(res.status, res.text).to.equal(201);
-      return res.body.data as { clientID: string; clientSecret: string; secretId: number };
+      return res.body.data as { clientID: string; clientSecret: string; secretId: number; signOutRedirectURLs: string[] };
     }
 
     async function codeFor(clientId: string, user: User): Promise<string> {
@@ -87,7 +87,7 @@ for (const profile of profiles()) {
         expect(data.secretId).to.equal(secret!.id);
         expect(data.secrets).to.deep.equal([{ id: secret!.id, lastFour: data.clientSecret.slice(-4), createdAt: data.createdAt, lastUsedAt: null }]);
         expect(Object.keys(data).sort()).to.deep.equal(
-          ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'groupId', 'homepageURL', 'name', 'secretId', 'secrets', 'updatedAt'],
+          ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'groupId', 'homepageURL', 'name', 'secretId', 'secrets', 'signOutRedirectURLs', 'updatedAt'],
         );
       });
 
@@ -145,6 +145,33 @@ for (const profile of profiles()) {
         }
         const row = await appRow(app.clientID);
         expect(row).to.include({ name: 'Renamed', homepage_url: changes.homepageURL, description: 'New words', callback_url: changes.callbackURL });
+      });
+
+      it('creates with sign-out redirect URLs and reads them back, a repeated one once', async () => {
+        const { group, token } = await owned();
+        const urls = ['https://deploy.example.test/signed-out', 'http://localhost:8080/bye'];
+        const res = await api(token, 'POST', `/groups/${group.id}/oauth-apps`, { ...VALID, signOutRedirectURLs: [...urls, urls[0]] });
+        expect(res.status, res.text).to.equal(201);
+        expect(res.body.data.signOutRedirectURLs).to.deep.equal(urls);
+        expect((await api(token, 'GET', `/oauth-apps/${res.body.data.clientID}`)).body.data.signOutRedirectURLs).to.deep.equal(urls);
+      });
+
+      it('creates with no sign-out redirect URLs when the field is left out', async () => {
+        const { group, token } = await owned();
+        const app = await created(token, group.id);
+        expect(app.signOutRedirectURLs).to.deep.equal([]);
+      });
+
+      it('replaces the sign-out redirect URLs on an edit that names them, and keeps them on one that does not', async () => {
+        const { group, token } = await owned();
+        const app = await created(token, group.id, { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/a'] });
+        const replaced = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { signOutRedirectURLs: ['https://deploy.example.test/b'] });
+        expect(replaced.status, replaced.text).to.equal(200);
+        expect(replaced.body.data.signOutRedirectURLs).to.deep.equal(['https://deploy.example.test/b']);
+        const renamed = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { name: 'Renamed' });
+        expect(renamed.body.data.signOutRedirectURLs).to.deep.equal(['https://deploy.example.test/b']);
+        const emptied = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { signOutRedirectURLs: [] });
+        expect(emptied.body.data.signOutRedirectURLs).to.deep.equal([]);
       });
 
       it('moves updatedAt on an edit', async () => {
@@ -298,6 +325,13 @@ for (const profile of profiles()) {
         { name: 'a callback with a fragment', body: { ...VALID, callbackURL: 'https://deploy.example.test/cb#x' }, field: 'callbackURL' },
         { name: 'a custom-scheme callback', body: { ...VALID, callbackURL: 'myapp://callback' }, field: 'callbackURL' },
         { name: 'a callback of 2049 characters', body: { ...VALID, callbackURL: `https://a.example.test/${'a'.repeat(2030)}` }, field: 'callbackURL' },
+        { name: 'one sign-out URL as a string, not a list', body: { ...VALID, signOutRedirectURLs: 'https://deploy.example.test/bye' }, field: 'signOutRedirectURLs' },
+        { name: 'a number among the sign-out URLs', body: { ...VALID, signOutRedirectURLs: [5] }, field: 'signOutRedirectURLs' },
+        { name: 'a relative sign-out URL', body: { ...VALID, signOutRedirectURLs: ['/bye'] }, field: 'signOutRedirectURLs' },
+        { name: 'an http sign-out URL off loopback', body: { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/ok', 'http://deploy.example.test/bye'] }, field: 'signOutRedirectURLs' },
+        { name: 'a sign-out URL with a fragment', body: { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/bye#x'] }, field: 'signOutRedirectURLs' },
+        { name: 'a sign-out URL of 2049 characters', body: { ...VALID, signOutRedirectURLs: [`https://a.example.test/${'a'.repeat(2026)}`] }, field: 'signOutRedirectURLs' },
+        { name: 'eleven sign-out URLs', body: { ...VALID, signOutRedirectURLs: Array.from({ length: 11 }, (_, i) => `https://deploy.example.test/${i}`) }, field: 'signOutRedirectURLs' },
         { name: 'an unknown field', body: { ...VALID, clientSecret: 'hs_mine' }, field: 'clientSecret' },
         { name: 'a JSON array', body: [VALID], field: 'body' },
       ];
@@ -320,9 +354,16 @@ for (const profile of profiles()) {
           const res = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, body);
           expectApiError(res, 400, 'invalid_request');
           expect(res.body.error_description).to.match(new RegExp(escapeRegExp(c.field)));
-          expect(await appRow(app.clientID)).to.include({ name: VALID.name, homepage_url: VALID.homepageURL, description: VALID.description, callback_url: CALLBACK });
+          expect(await appRow(app.clientID)).to.include({ name: VALID.name, homepage_url: VALID.homepageURL, description: VALID.description, callback_url: CALLBACK, sign_out_urls: '[]' });
         });
       }
+
+      it('names the position of a bad sign-out URL and what is wrong with it', async () => {
+        const { group, token } = await owned();
+        const res = await api(token, 'POST', `/groups/${group.id}/oauth-apps`, { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/ok', 'http://deploy.example.test/bye'] });
+        expectApiError(res, 400, 'invalid_request');
+        expect(res.body.error_description).to.equal('signOutRedirectURLs[1] must use https (http only for localhost, 127.0.0.1 or [::1])');
+      });
 
       for (const body of ['{"name":', '"Deploy Bot"', 'null', '5']) {
         it(`answers the JSON body ${body} with 400, never a 500`, async () => {

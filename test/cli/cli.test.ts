@@ -142,8 +142,9 @@ for (const kind of databaseKinds()) {
           '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
         ]),
       );
-      expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'groupId', 'createdAt', 'updatedAt');
+      expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt');
       expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });
+      expect(app.signOutRedirectURLs).to.deep.equal([]);
       const secret = String(app.clientSecret);
       expect(secret).to.match(SECRET_SHAPE);
 
@@ -166,6 +167,30 @@ for (const kind of databaseKinds()) {
           if (existsSync(f)) expect(readFileSync(f).includes(secret.slice(3, 33)), f).to.equal(false);
         }
       }
+    });
+
+    it('app create takes --sign-out-url once for each sign-out redirect URL', async () => {
+      const owner = await makeUser(t.db);
+      const group = await makeGroup(t.db, owner.id);
+      const app = json(
+        await idp(t.url, [
+          'app', 'create', '--group', group.path, '--name', 'Signs out', '--homepage-url', 'https://so.example.test',
+          '--callback-url', 'https://so.example.test/cb', '--sign-out-url', 'https://so.example.test/bye', '--sign-out-url', 'http://localhost:8080/bye', '--json',
+        ]),
+      );
+      expect(app.signOutRedirectURLs).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
+      const row = await t.db('oauth_apps').where({ client_id: String(app.clientID) }).first('sign_out_urls');
+      expect(JSON.parse(row.sign_out_urls)).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
+    });
+
+    it('app create refuses a bad --sign-out-url, naming the flag', async () => {
+      const owner = await makeUser(t.db);
+      const group = await makeGroup(t.db, owner.id);
+      const line = refusal(await idp(t.url, [
+        'app', 'create', '--group', group.path, '--name', 'Bad', '--homepage-url', 'https://b.example.test',
+        '--callback-url', 'https://b.example.test/cb', '--sign-out-url', 'http://b.example.test/bye',
+      ]));
+      expect(line).to.equal('idp: --sign-out-url: signOutRedirectURLs[0] must use https (http only for localhost, 127.0.0.1 or [::1])');
     });
 
     it('token create prints an ha_ token once, stores only its digest, and the bearer lookup finds it as its user', async () => {

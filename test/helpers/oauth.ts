@@ -23,7 +23,19 @@ export function authorizeUrl(base: string, o: FlowOptions): string {
  * browser would, and returns the callback URL the provider redirected to.
  */
 export async function runAuthorization(agent: UserAgent, o: FlowOptions): Promise<URL> {
-  let res = await agent.follow(authorizeUrl(agent.base, o));
+  return completeAuthorization(agent, authorizeUrl(agent.base, o), o);
+}
+
+/**
+ * The same from an authorize URL a client built itself (Auth.js, mod_auth_openidc, oidc-agent…):
+ * signs in and consents as needed and returns the URL the provider sent the browser back to.
+ */
+export async function completeAuthorization(
+  agent: UserAgent,
+  url: string,
+  o: Pick<FlowOptions, 'redirectUri' | 'login' | 'deny'>,
+): Promise<URL> {
+  let res = await agent.follow(url);
   for (let step = 0; step < 4; step += 1) {
     const location = res.headers.get('location');
     if (location && location.startsWith(o.redirectUri)) return new URL(location);

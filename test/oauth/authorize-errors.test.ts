@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { getManual, makeFixture, RFC6749_AUTHORIZE_ERRORS, type Fixture } from './support.js';
+import { UserAgent } from '../helpers/browser-less.js';
+import { getManual, makeFixture, RFC6749_AUTHORIZE_ERRORS, signInOnSite, type Fixture } from './support.js';
 
 /** CONTRACT §4 rules 1 and 2: which bad authorize requests are a page, and which go back to the client. */
 for (const profile of profiles()) {
@@ -47,6 +48,15 @@ for (const profile of profiles()) {
       it('shows a 400 page for an unknown client_id', async () => {
         const html = await expectErrorPage(await getManual(valid({ client_id: 'no-such-client' })));
         expect(html).to.match(/client/i);
+      });
+
+      it('shows a signed-in person their name in the header of the 400 page, not "Sign in"', async () => {
+        const agent = new UserAgent(server.url);
+        await signInOnSite(agent, fx.user);
+        const html = await expectErrorPage(await agent.get(valid({ client_id: 'no-such-client' })));
+        expect(html).to.match(new RegExp(`<span class="who"[^>]*>${fx.user.username}</span>`));
+        expect(html).not.to.include('<a href="/login">Sign in</a>');
+        expect(html).to.include('<a href="/login/oauth/logout">Sign out</a>');
       });
 
       it('shows a 400 page for a missing client_id', async () => {
@@ -175,6 +185,12 @@ for (const profile of profiles()) {
     describe('a valid request', () => {
       it('starts the sign-in interaction instead of erroring', async () => {
         const res = await getManual(valid());
+        expect(res.status).to.be.oneOf([302, 303]);
+        expect(res.headers.get('location')).to.match(/^\/interaction\//);
+      });
+
+      it('starts the sign-in without state when the request carries a PKCE challenge (Auth.js\'s default)', async () => {
+        const res = await getManual(valid({ state: undefined, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }));
         expect(res.status).to.be.oneOf([302, 303]);
         expect(res.headers.get('location')).to.match(/^\/interaction\//);
       });

@@ -361,6 +361,43 @@ for (const profile of profiles()) {
       });
     });
 
+    describe('sign-out redirect URLs', () => {
+      /** The text of the Sign-out redirect URLs box. */
+      const signOutBox = (html: string) => unescapeHtml(/<textarea id="signOutRedirectURLs"[^>]*>([^<]*)<\/textarea>/.exec(html)?.[1] ?? 'no box');
+
+      it('offers a Sign-out redirect URLs box on the New application form', async () => {
+        const { group, client } = await groupWithOwner();
+        const res = await client.agent.get(`${developer(group)}/apps/new`).expect(200);
+        expect(res.text).to.include('<label for="signOutRedirectURLs">Sign-out redirect URLs</label>');
+        expect(signOutBox(res.text)).to.equal('');
+      });
+
+      it('stores one URL a line, blank lines ignored, and shows them again on the edit view', async () => {
+        const { group, client } = await groupWithOwner();
+        const app = await createdApp(client, group, { signOutRedirectURLs: 'https://deploy.example.test/bye\r\n\r\nhttp://localhost:8080/bye\r\n' } as Partial<typeof VALID>);
+        expect(JSON.parse((await appRow(app.clientId)).sign_out_urls)).to.deep.equal(['https://deploy.example.test/bye', 'http://localhost:8080/bye']);
+        const page = await client.agent.get(appPage(group, app.clientId)).expect(200);
+        expect(signOutBox(page.text)).to.equal('https://deploy.example.test/bye\nhttp://localhost:8080/bye');
+      });
+
+      it('replaces the URLs on Update application', async () => {
+        const { group, client } = await groupWithOwner();
+        const app = await createdApp(client, group, { signOutRedirectURLs: 'https://deploy.example.test/a' } as Partial<typeof VALID>);
+        await client.submit(appPage(group, app.clientId), { ...VALID, signOutRedirectURLs: 'https://deploy.example.test/b' }).expect(302);
+        expect(JSON.parse((await appRow(app.clientId)).sign_out_urls)).to.deep.equal(['https://deploy.example.test/b']);
+      });
+
+      it('shows a bad URL next to the box and keeps what was typed, changing nothing', async () => {
+        const { group, client } = await groupWithOwner();
+        const app = await createdApp(client, group);
+        const typed = 'https://deploy.example.test/ok\nhttp://deploy.example.test/bye';
+        const res = await client.submit(appPage(group, app.clientId), { ...VALID, signOutRedirectURLs: typed }).expect(400);
+        expect(fieldError(res.text, 'signOutRedirectURLs')).to.equal('signOutRedirectURLs[1] must use https (http only for localhost, 127.0.0.1 or [::1])');
+        expect(signOutBox(res.text)).to.equal(typed);
+        expect((await appRow(app.clientId)).sign_out_urls).to.equal('[]');
+      });
+    });
+
     describe('who may', () => {
       for (const role of ['maintainer', 'member'] as const) {
         it(`shows a ${role} no Settings and no Developer link on the group page`, async () => {

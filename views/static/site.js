@@ -15,3 +15,7 @@ document.addEventListener('submit', (event) => {
   const message = event.submitter && event.submitter.getAttribute('data-confirm');
   if (message && !window.confirm(message)) event.preventDefault();
 });
+// Forms that only carry the person on (the sign-out hand-back): <form data-auto-submit>.
+document.addEventListener('DOMContentLoaded', () => {
+  for (const form of document.querySelectorAll('form[data-auto-submit]')) form.submit();
+});

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as initial from './0001_initial.js';
 import * as rateLimits from './0003_rate_limits.js';
+import * as signOutUrls from './0004_sign_out_urls.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ interface Migration {
 const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0003_rate_limits': rateLimits,
+  '0004_sign_out_urls': signOutUrls,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

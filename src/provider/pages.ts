@@ -1,0 +1,93 @@
+import type { Knex } from 'knex';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import { findUserById, type UserRow } from '../db/users.js';
+
+/** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
+export type RenderPage = (
+  ctx: KoaContextWithOIDC,
+  view: string,
+  locals: { title: string; currentUser?: UserRow | null; [key: string]: unknown },
+  status: number,
+) => void;
+
+/** The library's own logout form (`<form id="op.logoutForm">` with its xsrf field), submitted by our buttons. */
+export const LIBRARY_LOGOUT_FORM_ID = 'op.logoutForm';
+
+/**
+ * The pages oidc-provider renders itself (its errors, RP-initiated logout's confirmation and
+ * success pages), in the site's look and with the site's header: a signed-in person sees who
+ * they are, not "Sign in". None carries inline script: the site's Content-Security-Policy
+ * allows scripts from /static only.
+ */
+export function providerPages(deps: { db: Knex; provider: () => Provider; render: RenderPage }) {
+  const { db, render } = deps;
+
+  /**
+   * The signed-in user of the request. On routes where the library loaded the session, that
+   * session (reading it again would swap the library's own copy); elsewhere, the session cookie.
+   * A lookup that fails (storage away) leaves the header signed out rather than failing the page.
+   */
+  async function signedInUser(ctx: KoaContextWithOIDC): Promise<UserRow | null> {
+    try {
+      const loaded = ctx.oidc?.entities.Session as { accountId?: string } | undefined;
+      let accountId = loaded?.accountId;
+      if (!loaded) {
+        const provider = deps.provider();
+        if (!ctx.cookies.get(provider.cookieName('session'))) return null;
+        // Without `oidc`, Session.get reads the cookie on a context of its own and touches no entity.
+        const session = await provider.Session.get({ req: ctx.req, res: ctx.res, secure: ctx.secure } as never);
+        accountId = session.accountId;
+      }
+      if (!accountId || !/^[1-9][0-9]{0,15}$/.test(accountId)) return null;
+      return (await findUserById(db, Number(accountId))) ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  function clientName(ctx: KoaContextWithOIDC): string | null {
+    const client = ctx.oidc?.client;
+    return client ? (client.clientName ?? client.clientId) : null;
+  }
+
+  return {
+    signedInUser,
+
+    async error(ctx: KoaContextWithOIDC, status: number, title: string, message: string): Promise<void> {
+      render(ctx, 'error', { title, message, status, currentUser: await signedInUser(ctx) }, status);
+    },
+
+    /** "Sign out of Horizon ID?" for a signed-in person: the library's form, our words and buttons. */
+    async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
+      render(ctx, 'logout/confirm', {
+        title: 'Sign out',
+        currentUser: await signedInUser(ctx),
+        libraryForm: form,
+        formId: LIBRARY_LOGOUT_FORM_ID,
+        clientName: clientName(ctx),
+      }, 200);
+    },
+
+    /** Where a sign-out without a registered return address ends. */
+    async postLogoutSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
+      const currentUser = await signedInUser(ctx);
+      render(ctx, 'logout/done', { title: currentUser ? 'Signed out of the application' : 'Signed out', currentUser, clientName: clientName(ctx) }, 200);
+    },
+
+    /**
+     * With nobody signed in, the library answers the logout request with a page whose inline
+     * script submits its form at once. The same form here, submitted by /static/site.js (and by
+     * its Continue button without scripts), so the person still goes straight back to the client.
+     */
+    signedOutLogout(ctx: KoaContextWithOIDC): void {
+      const secret = (ctx.oidc.session?.state as { secret?: string } | undefined)?.secret ?? '';
+      render(ctx, 'logout/continue', {
+        title: 'Signed out',
+        currentUser: null,
+        action: ctx.oidc.urlFor('end_session_confirm'),
+        xsrf: secret,
+      }, 200);
+    },
+  };
+}
