@@ -17,6 +17,7 @@ import { createDb, migrateLatest } from './db/knex.js';
 import type { Logger } from './log.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
+import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { appRoutes } from './web/app-routes.js';
@@ -112,6 +113,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   app.keys = keys.cookieKeys;
   app.use(requestLog(logger));
   app.use(securityHeaders);
+  app.use(refuseControlCharacters);
 
   const system = new Router();
   system.get('/healthz', (ctx) => {
@@ -141,6 +143,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const web = new Router();
   web.use(webErrors(onFault));
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
+  web.use(refuseControlCharactersInBody);
   web.use(csrfProtection(secure));
   web.use(loadCurrentUser(deps));
   for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {

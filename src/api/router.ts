@@ -6,13 +6,15 @@ import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
 import { appsApi } from './apps/routes.js';
+import { refuseControlCharactersInBody } from '../edge/refuse-control-characters.js';
+import { API_PREFIX } from '../edge/surface.js';
 import { bearerAuth } from './auth.js';
 import { apiErrors } from './errors.js';
 import { groupsApi } from './groups/routes.js';
 import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
 
-export const API_PREFIX = '/apis/v2';
+export { API_PREFIX };
 
 /** Request bodies are JSON of at most 64 KiB; anything else with a body is a 415. */
 function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
@@ -47,6 +49,7 @@ function apiRouter(deps: { db: Knex; provider: Provider; issuer: string }): Rout
   router.use(bearerAuth({ db: deps.db, provider: deps.provider, realm }));
   router.use(jsonBodiesOnly);
   router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
+  router.use(refuseControlCharactersInBody);
 
   for (const routes of [
     groupsApi({ db: deps.db, issuer: deps.issuer, realm }),

@@ -8,7 +8,7 @@ import { findAccount } from './accounts.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
 import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
-import { tokenRequestParams, tokenResponseShape } from './token-endpoint.js';
+import { providerFormBodies, tokenResponseShape } from './token-endpoint.js';
 
 export const ROUTES = {
   authorization: '/login/oauth/authorize',
@@ -160,7 +160,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   (provider.RefreshToken.prototype as unknown as { generateTokenId(): string }).generateTokenId = () => generateToken('hr_');
   (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, deps.onError);
 
-  provider.use(tokenRequestParams(ROUTES.token));
+  provider.use(providerFormBodies(ROUTES.token));
   provider.use(async function contractDefaults(ctx, next) {
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
       // The seed's authorize request has neither: no scope means groups:read-only, and
