@@ -17,6 +17,7 @@ import { createDb, migrateLatest } from './db/knex.js';
 import type { Logger } from './log.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
+import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
@@ -108,11 +109,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const deps: WebDeps = { config, db, sessions };
 
   const app = new Koa();
-  app.proxy = secure;
+  trustProxyHops(app, config.trustProxy);
+  trustProxyHops(provider, config.trustProxy);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
   app.keys = keys.cookieKeys;
   app.use(requestLog(logger));
   app.use(securityHeaders);
+  app.use(clientAddress);
   app.use(refuseControlCharacters);
 
   const system = new Router();

@@ -2,9 +2,9 @@ import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { findUserGrant } from '../db/grants.js';
-import { isStorageOutage } from '../storage.js';
 import { generateToken } from '../tokens.js';
 import { findAccount } from './accounts.js';
+import { providerFaults, recordProviderFault } from './faults.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
 import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
@@ -149,7 +149,6 @@ export function createProvider(deps: ProviderDeps): Provider {
   };
 
   const provider = new Provider(config.issuer, configuration);
-  if (secure) provider.proxy = true;
 
   // Token values in the contract's format (ho_/hr_ + 30 base62 + CRC32), made by the models themselves.
   const AccessTokenProto = provider.AccessToken.prototype as unknown as { generateTokenId(): string; format?: string };
@@ -160,6 +159,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   (provider.RefreshToken.prototype as unknown as { generateTokenId(): string }).generateTokenId = () => generateToken('hr_');
   (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, deps.onError);
 
+  provider.use(providerFaults(deps.renderError as never, deps.onError));
   provider.use(providerFormBodies(ROUTES.token));
   provider.use(async function contractDefaults(ctx, next) {
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (!ctx.query.scope || !ctx.query.response_type)) {
@@ -172,26 +172,10 @@ export function createProvider(deps: ProviderDeps): Provider {
     // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
     const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
     if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
-    if (ctx.state.storageOutage) storageOutageResponse(ctx as KoaContextWithOIDC, deps.renderError);
-    else tokenResponseShape(ctx as never);
+    tokenResponseShape(ctx as never);
   });
 
-  provider.on('server_error', (ctx, err) => {
-    // The route's own error handler already answered 500; a storage outage deserves a 503.
-    if (isStorageOutage(err)) ctx.state.storageOutage = true;
-    deps.onError(err);
-  });
+  // The route's own error handler already answered 500; providerFaults corrects the answer.
+  provider.on('server_error', (ctx, err) => recordProviderFault(ctx, err, deps.onError));
   return provider;
-}
-
-/**
- * The library answers any fault with server_error (500); when the fault is storage being
- * unreachable, the honest answer is 503 temporarily_unavailable, and the client may retry.
- */
-function storageOutageResponse(ctx: KoaContextWithOIDC, renderError: ProviderDeps['renderError']): void {
-  const description = 'storage is unreachable; try again shortly';
-  if (ctx.accepts('json', 'html') === 'html' && ctx.method === 'GET') renderError(ctx, 503, 'Temporarily unavailable', description);
-  else ctx.body = { error: 'temporarily_unavailable', error_description: description };
-  ctx.status = 503;
-  ctx.set('Retry-After', '5');
 }
