@@ -18,6 +18,7 @@ import type { Logger } from './log.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
+import { keepConnectionUsable } from './edge/connection.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
@@ -113,6 +114,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   trustProxyHops(provider, config.trustProxy);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
   app.keys = keys.cookieKeys;
+  app.use(keepConnectionUsable);
   app.use(requestLog(logger));
   app.use(securityHeaders);
   app.use(clientAddress);
