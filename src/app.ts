@@ -19,6 +19,8 @@ import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { keepConnectionUsable } from './edge/connection.js';
+import { issuerHostOnly } from './edge/host.js';
+import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
@@ -112,10 +114,14 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
   trustProxyHops(provider, config.trustProxy);
+  protocolOfIssuer(app, config.issuer);
+  protocolOfIssuer(provider, config.issuer);
+  providerUrlsFromIssuer(provider);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
   app.keys = keys.cookieKeys;
   app.use(keepConnectionUsable);
   app.use(requestLog(logger));
+  app.use(issuerHostOnly(config.issuer));
   app.use(securityHeaders);
   app.use(clientAddress);
   app.use(refuseControlCharacters);
