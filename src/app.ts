@@ -20,6 +20,7 @@ import { loadOrCreateKeys } from './provider/keys.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { keepConnectionUsable } from './edge/connection.js';
 import { issuerHostOnly } from './edge/host.js';
+import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
@@ -73,13 +74,6 @@ function requestLog(logger: Logger) {
   };
 }
 
-function securityHeaders(ctx: Context, next: Next): Promise<void> {
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Referrer-Policy', 'no-referrer');
-  return next();
-}
-
 /** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
@@ -122,7 +116,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   app.use(keepConnectionUsable);
   app.use(requestLog(logger));
   app.use(issuerHostOnly(config.issuer));
-  app.use(securityHeaders);
+  app.use(securityHeaders(config.issuer));
   app.use(clientAddress);
   app.use(refuseControlCharacters);
 

@@ -11,6 +11,7 @@ import { isScope, SCOPES } from '../provider/scopes.js';
 import { authenticate } from '../services/users.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
+import { allowFormActionTo } from '../edge/security-headers.js';
 
 /**
  * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
@@ -34,6 +35,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   async function details(ctx: Context) {
     const found = await provider.interactionDetails(ctx.req, ctx.res);
     if (found.uid !== ctx.params.uid) throw new NotFoundError('no such sign-in request');
+    // Signing in or consenting ends in a redirect to the application's callback.
+    allowFormActionTo(ctx, found.params.redirect_uri);
     return found;
   }
 

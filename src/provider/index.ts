@@ -5,6 +5,7 @@ import { findUserGrant } from '../db/grants.js';
 import { generateToken } from '../tokens.js';
 import { findAccount } from './accounts.js';
 import { providerFaults, recordProviderFault } from './faults.js';
+import { logoutSource, postLogoutSuccessSource } from './logout-pages.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import type { ProviderKeys } from './keys.js';
 import { DEFAULT_SCOPE, SCOPES } from './scopes.js';
@@ -86,7 +87,7 @@ export function createProvider(deps: ProviderDeps): Provider {
         enabled: true,
         allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
       },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: { enabled: true, logoutSource, postLogoutSuccessSource },
       // On by default in v9 and so advertised in discovery, but our API does not verify DPoP
       // proofs (a DPoP-bound token would pass as a plain bearer) and nothing here needs PAR:
       // off, and not advertised, until each works end to end.
