@@ -27,6 +27,7 @@ import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
+import { cookieNames } from './web/cookie-names.js';
 import { csrfProtection } from './web/csrf.js';
 import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
@@ -149,7 +150,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(webErrors(onFault));
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
   web.use(refuseControlCharactersInBody);
-  web.use(csrfProtection(secure));
+  const names = cookieNames(secure);
+  web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
   for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());

@@ -3,6 +3,7 @@ import Provider, { errors, type Adapter, type Configuration, type KoaContextWith
 import type { Config } from '../config.js';
 import { findUserGrant } from '../db/grants.js';
 import { generateToken } from '../tokens.js';
+import { cookieNames } from '../web/cookie-names.js';
 import { findAccount } from './accounts.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { logoutSource, postLogoutSuccessSource } from './logout-pages.js';
@@ -131,7 +132,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       keys: keys.cookieKeys,
       long: cookieOptions,
       short: cookieOptions,
-      names: { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume' },
+      names: (({ session, interaction, resume }) => ({ session, interaction, resume }))(cookieNames(secure)),
     },
     jwks: keys.jwks as Configuration['jwks'],
     enabledJWA: {
