@@ -84,7 +84,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
     : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  const keys = await loadOrCreateKeys(db);
+  const keys = await loadOrCreateKeys(db, config.keysSecret);
   const secure = config.issuer.startsWith('https://');
 
   const onFault = (err: unknown, ctx?: Context) =>
