@@ -26,6 +26,10 @@ function policy(formAction: string[] | undefined): string {
   return (formAction ? [...BASE_POLICY, `form-action ${formAction.join(' ')}`] : BASE_POLICY).join('; ');
 }
 
+// Built once: these headers go out on every response.
+const OAUTH_POLICY = policy(undefined);
+const SITE_POLICY = policy(["'self'"]);
+
 export function securityHeaders(issuer: string) {
   const hsts = issuer.startsWith('https://');
   return async function setSecurityHeaders(ctx: Context, next: Next): Promise<void> {
@@ -34,7 +38,7 @@ export function securityHeaders(issuer: string) {
     ctx.set('Referrer-Policy', 'no-referrer');
     // One year; without includeSubDomains, which would bind every other site of the domain too.
     if (hsts) ctx.set('Strict-Transport-Security', 'max-age=31536000');
-    ctx.set('Content-Security-Policy', policy(surfaceOf(ctx.path) === 'oauth' ? undefined : ["'self'"]));
+    ctx.set('Content-Security-Policy', surfaceOf(ctx.path) === 'oauth' ? OAUTH_POLICY : SITE_POLICY);
     await next();
     const extra = ctx.state.formActionSources as string[] | undefined;
     if (extra?.length && !ctx.headerSent) ctx.set('Content-Security-Policy', policy(["'self'", ...extra]));
