@@ -299,7 +299,10 @@ for (const profile of profiles()) {
       return rawRequest(port, head, body);
     }
 
-    const started = Date.now();
+    let started = 0;
+    before(() => {
+      started = Date.now();
+    });
     const stats: Record<string, Record<number, number>> = {};
     after(() => {
       if (process.env.SWEEP_STATS) console.log(JSON.stringify(stats, null, 0).replace(/\},/g, '},\n'));
