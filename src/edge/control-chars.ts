@@ -24,25 +24,43 @@ export function printableName(name: string): string {
 /**
  * The first field of a parsed query, form or JSON body that holds a control character (in its
  * name or in a string value, at any depth), as a dotted path such as `items.0.name`; or undefined.
+ * Walked with a stack of its own, not recursion: a 64 KiB JSON body can nest thousands deep.
  */
-export function fieldWithControlCharacter(value: unknown, path: string[] = []): string | undefined {
-  if (typeof value === 'string') {
-    const last = path[path.length - 1];
-    return hasControlCharacter(value, last !== undefined && MULTI_LINE_FIELDS.has(last)) ? path.join('.') || 'body' : undefined;
+export function fieldWithControlCharacter(value: unknown): string | undefined {
+  interface Step {
+    value: unknown;
+    /** The field name this value sits under (undefined: the same as its parent's, or the top). */
+    key: string | undefined;
+    parent: Step | undefined;
   }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      // A repeated form field keeps its own name: `scopes`, not `scopes.1`.
-      const found = fieldWithControlCharacter(value[i], typeof value[i] === 'string' ? path : [...path, String(i)]);
-      if (found !== undefined) return found;
-    }
+  const pathOf = (step: Step | undefined, last?: string): string => {
+    const names = last === undefined ? [] : [last];
+    for (let s = step; s; s = s.parent) if (s.key !== undefined) names.push(s.key);
+    return names.reverse().join('.') || 'body';
+  };
+  const nameOf = (step: Step): string | undefined => {
+    for (let s: Step | undefined = step; s; s = s.parent) if (s.key !== undefined) return s.key;
     return undefined;
-  }
-  if (value && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) {
-      if (hasControlCharacter(key)) return [...path, printableName(key)].join('.');
-      const found = fieldWithControlCharacter(inner, [...path, key]);
-      if (found !== undefined) return found;
+  };
+  const stack: Step[] = [{ value, key: undefined, parent: undefined }];
+  while (stack.length) {
+    const step = stack.pop()!;
+    const current = step.value;
+    if (typeof current === 'string') {
+      const name = nameOf(step);
+      if (hasControlCharacter(current, name !== undefined && MULTI_LINE_FIELDS.has(name))) return pathOf(step);
+    } else if (Array.isArray(current)) {
+      // Pushed in reverse, so the first offending item is found first. A repeated form field
+      // keeps its own name: `scopes`, not `scopes.1`.
+      for (let i = current.length - 1; i >= 0; i--) {
+        stack.push({ value: current[i], key: typeof current[i] === 'string' ? undefined : String(i), parent: step });
+      }
+    } else if (current && typeof current === 'object') {
+      const entries = Object.entries(current);
+      for (const [key] of entries) {
+        if (hasControlCharacter(key)) return pathOf(step, printableName(key));
+      }
+      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], key: entries[i]![0], parent: step });
     }
   }
   return undefined;

@@ -121,6 +121,16 @@ for (const profile of profiles()) {
         expect(res.body.error_description).to.equal('description must not contain control characters');
       });
 
+      it('answers a JSON body nested thousands of levels deep with a 400, not a 500', async () => {
+        const res = await call(server, `/apis/v2/oauth-apps/${app.clientId}`, {
+          token,
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: `{"name":${'['.repeat(30_000)}"\u0007"${']'.repeat(30_000)}}`,
+        });
+        expectApiError(res, 400, 'invalid_request');
+      });
+
       it('refuses a control character in a JSON field name, naming it escaped', async () => {
         const res = await call(server, `/apis/v2/oauth-apps/${app.clientId}`, {
           token,
@@ -178,3 +188,12 @@ for (const profile of profiles()) {
     });
   });
 }
+
+describe('control characters in deeply nested JSON', () => {
+  it('finds a control character thousands of levels deep without running out of stack', async () => {
+    const { fieldWithControlCharacter } = await import('../../src/edge/control-chars.js');
+    let value: unknown = 'bell\u0007';
+    for (let i = 0; i < 50_000; i += 1) value = [value];
+    expect(fieldWithControlCharacter({ deep: value })).to.match(/^deep(\.0)+$/);
+  });
+});
