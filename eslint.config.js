@@ -13,7 +13,7 @@ const FLOORS = [
   ['policies', 'presenters'],
   ['services'],
   ['provider'],
-  ['interactions', 'web', 'api', 'cli'],
+  ['edge', 'interactions', 'web', 'api', 'cli'],
 ];
 const TOP = ['./app.js', '../app.js', '../../app.js', './index.js', '../index.js', '../../index.js'];
 
@@ -32,7 +32,7 @@ const floorRules = [
       patterns: [
         ...above(level).map((floor) => ({
           group: [`**/${floor}/**`],
-          message: `imports point down the floors of src/ (db → policies/presenters → services → provider → pages/API/CLI): ${floor}/ is above this file. Move what both need down instead.`,
+          message: `imports point down the floors of src/ (db → policies/presenters → services → provider → edge/pages/API/CLI): ${floor}/ is above this file. Move what both need down instead.`,
         })),
         { group: TOP, message: 'app.ts and index.ts are the top floor: nothing imports them.' },
       ],

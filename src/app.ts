@@ -18,10 +18,17 @@ import type { Logger } from './log.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
+import { clientAddress, trustProxyHops } from './edge/client-address.js';
+import { keepConnectionUsable } from './edge/connection.js';
+import { issuerHostOnly } from './edge/host.js';
+import { securityHeaders } from './edge/security-headers.js';
+import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
+import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
+import { cookieNames } from './cookie-names.js';
 import { csrfProtection } from './web/csrf.js';
 import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
@@ -71,13 +78,6 @@ function requestLog(logger: Logger) {
   };
 }
 
-function securityHeaders(ctx: Context, next: Next): Promise<void> {
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Referrer-Policy', 'no-referrer');
-  return next();
-}
-
 /** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
@@ -87,7 +87,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
     : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  const keys = await loadOrCreateKeys(db);
+  const keys = await loadOrCreateKeys(db, config.keysSecret);
   const secure = config.issuer.startsWith('https://');
 
   const onFault = (err: unknown, ctx?: Context) =>
@@ -113,11 +113,19 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const deps: WebDeps = { config, db, sessions, limits, kdf: kdfQueue(config.kdf) };
 
   const app = new Koa();
-  app.proxy = secure;
+  trustProxyHops(app, config.trustProxy);
+  trustProxyHops(provider, config.trustProxy);
+  protocolOfIssuer(app, config.issuer);
+  protocolOfIssuer(provider, config.issuer);
+  providerUrlsFromIssuer(provider);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
   app.keys = keys.cookieKeys;
+  app.use(keepConnectionUsable);
   app.use(requestLog(logger));
-  app.use(securityHeaders);
+  app.use(issuerHostOnly(config.issuer));
+  app.use(securityHeaders(config.issuer));
+  app.use(clientAddress);
+  app.use(refuseControlCharacters);
 
   const system = new Router();
   system.get('/healthz', (ctx) => {
@@ -147,7 +155,9 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const web = new Router();
   web.use(webErrors(onFault));
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
-  web.use(csrfProtection(secure));
+  web.use(refuseControlCharactersInBody);
+  const names = cookieNames(secure);
+  web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
   for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());

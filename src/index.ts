@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { createIdp } from './app.js';
 import { createLogger } from './log.js';
+import { KeysSecretError } from './provider/key-encryption.js';
 
 let config;
 try {
@@ -16,7 +17,8 @@ try {
 const logger = createLogger(config.logLevel);
 const idp = await createIdp(config, { logger }).catch((err: unknown) => {
   process.stderr.write(`idp: cannot start: ${(err as Error).message}\n`);
-  process.exit(1);
+  // A KEYS_SECRET that does not fit the stored keys is a bad environment, like a bad variable.
+  process.exit(err instanceof KeysSecretError ? 2 : 1);
 });
 const server = idp.app.listen(config.port, config.host, () => {
   logger.info({ url: config.issuer, listen: `${config.host}:${config.port}`, storage: config.redisUrl ? 'sql+redis' : 'sql' }, 'identity provider started');

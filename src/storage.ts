@@ -15,3 +15,20 @@ export function isStorageOutage(err: unknown): boolean {
   if (typeof e.message === 'string' && /Connection is closed|Connection terminated|Stream isn't writeable/.test(e.message)) return true;
   return Array.isArray(e.errors) && e.errors.some(isStorageOutage);
 }
+
+/**
+ * Whether an error is the database refusing a value (PostgreSQL's SQLSTATE class 22, "data
+ * exception": a null byte, a string too long for its column, a number out of range; SQLite's few
+ * equivalents). Input validation should stop such values first; when one slips through, it is
+ * the request that is wrong, so the answer is a 400, never a 500.
+ */
+const SQLITE_VALUE_CODES = new Set(['SQLITE_TOOBIG', 'SQLITE_MISMATCH']);
+
+export function isValueError(err: unknown): boolean {
+  const e = err as { code?: unknown; errors?: unknown[] } | undefined;
+  if (!e) return false;
+  if (typeof e.code === 'string' && (/^22[0-9A-Z]{3}$/.test(e.code) || SQLITE_VALUE_CODES.has(e.code))) return true;
+  return Array.isArray(e.errors) && e.errors.some(isValueError);
+}
+
+export const VALUE_ERROR_MESSAGE = 'a value in the request is out of range, too long or not allowed';

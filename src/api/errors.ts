@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { AppError, RetryLaterError } from '../errors.js';
-import { isStorageOutage } from '../storage.js';
+import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
 
 /** A bearer-authentication failure: carries the RFC 6750 WWW-Authenticate challenge. */
 export class BearerError extends AppError {
@@ -37,6 +37,11 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
       // The JSON body parser throws a SyntaxError with status 400 (and no `expose`) for malformed JSON or a JSON scalar.
       if (e.status === 400 && (e.expose || err instanceof SyntaxError)) {
         return fail(ctx, 400, 'invalid_request', 'the request body is not valid JSON, or not a JSON object');
+      }
+      if (isValueError(err)) {
+        // Validation should have stopped it: worth a warning, but the request is what was wrong.
+        ctx.state.log?.warn({ err }, 'the database refused a value');
+        return fail(ctx, 400, 'invalid_request', VALUE_ERROR_MESSAGE);
       }
       if (isStorageOutage(err)) {
         onFault(err, ctx);

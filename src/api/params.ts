@@ -1,13 +1,12 @@
 import type { Context } from 'koa';
 import { ValidationError } from '../errors.js';
+import { MAX_ID, parseId } from '../ids.js';
 
 /** A positive integer path parameter such as a group id. */
 export function idParam(ctx: Context, name: string): number {
-  const raw = String(ctx.params[name] ?? '');
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) {
-    throw new ValidationError(name, `${name} must be a positive integer`);
-  }
-  return Number(raw);
+  const id = parseId(ctx.params[name]);
+  if (id === undefined) throw new ValidationError(name, `${name} must be an integer from 1 to ${MAX_ID}`);
+  return id;
 }
 
 /** An optional query string given at most once, of bounded length. */

@@ -7,13 +7,15 @@ import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
 import type { Limits } from '../services/limits.js';
 import { appsApi } from './apps/routes.js';
+import { refuseControlCharactersInBody } from '../edge/refuse-control-characters.js';
+import { API_PREFIX } from '../edge/surface.js';
 import { bearerAuth } from './auth.js';
 import { apiErrors } from './errors.js';
 import { groupsApi } from './groups/routes.js';
 import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
 
-export const API_PREFIX = '/apis/v2';
+export { API_PREFIX };
 
 interface ApiDeps {
   db: Knex;
@@ -55,6 +57,7 @@ function apiRouter(deps: ApiDeps): Router {
   router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
   router.use(jsonBodiesOnly);
   router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
+  router.use(refuseControlCharactersInBody);
 
   for (const routes of [
     groupsApi({ db: deps.db, issuer: deps.issuer, realm }),

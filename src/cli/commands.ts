@@ -21,6 +21,8 @@ export interface CommandContext {
   /** The migrations applied when the database was opened (every command migrates first). */
   applied: string[];
   stdin: NodeJS.ReadableStream;
+  /** KEYS_SECRET: new keys are stored encrypted with it. */
+  keysSecret: string | undefined;
 }
 
 /** What a command made: the record for `--json`, and a short line (or a few) for a person. */
@@ -127,8 +129,8 @@ async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult
   };
 }
 
-async function keysRotate({ db }: CommandContext): Promise<CommandResult> {
-  const { kid } = await rotateSigningKey(db);
+async function keysRotate({ db, keysSecret }: CommandContext): Promise<CommandResult> {
+  const { kid } = await rotateSigningKey(db, keysSecret);
   return {
     json: { kid },
     text: `added signing key ${kid}; each instance signs with it from its next start, older keys keep verifying`,

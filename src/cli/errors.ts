@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { AppError, ValidationError } from '../errors.js';
+import { KeysSecretError } from '../provider/key-encryption.js';
 
 /** The command line itself is wrong: an unknown command or flag, a missing value. */
 export class UsageError extends Error {}
@@ -36,7 +37,7 @@ export const EXIT_FAULT = 1;
  * never a stack trace.
  */
 export function describeFailure(err: unknown): { line: string; exitCode: number } {
-  if (err instanceof UsageError || err instanceof ConfigError) return badInput(err.message);
+  if (err instanceof UsageError || err instanceof ConfigError || err instanceof KeysSecretError) return badInput(err.message);
   if (err instanceof ValidationError) return badInput(withFlag(err.field, err.message));
   if (err instanceof AppError && err.status < 500) return badInput(err.message);
   if (err instanceof z.ZodError) {

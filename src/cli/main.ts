@@ -80,7 +80,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const db = quiet(createDb(config.databaseUrl));
     try {
       const applied = await migrateLatest(db);
-      const result = await command.run({ db, flags, applied, stdin: io.stdin });
+      const result = await command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret });
       io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
       return 0;
     } finally {

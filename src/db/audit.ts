@@ -27,7 +27,8 @@ export async function recordAudit(db: Knex, event: AuditEvent, at: string): Prom
     action: event.action,
     target: event.target,
     details: JSON.stringify(event.details ?? {}),
-    ip: event.ip,
+    // The column holds 64 characters; an address is at most 45 (IPv6 with an IPv4 tail).
+    ip: event.ip === null ? null : event.ip.slice(0, 64),
     created_at: at,
   });
 }

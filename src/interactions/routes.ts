@@ -10,6 +10,7 @@ import { consentToGrant } from '../services/grants.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
+import { allowFormActionTo } from '../edge/security-headers.js';
 
 /**
  * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
@@ -33,6 +34,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   async function details(ctx: Context) {
     const found = await provider.interactionDetails(ctx.req, ctx.res);
     if (found.uid !== ctx.params.uid) throw new NotFoundError('no such sign-in request');
+    // Signing in or consenting ends in a redirect to the application's callback.
+    allowFormActionTo(ctx, found.params.redirect_uri);
     return found;
   }
 

@@ -1,11 +1,13 @@
 import type { Knex } from 'knex';
 import type { Account } from 'oidc-provider';
 import { findUserById } from '../db/users.js';
+import { parseId } from '../ids.js';
 
 /** Accounts are rows of the users table; `sub` is the user's id as a string. */
 export async function findAccount(db: Knex, sub: string): Promise<Account | undefined> {
-  if (!/^[1-9][0-9]{0,15}$/.test(sub)) return undefined;
-  const user = await findUserById(db, Number(sub));
+  const id = parseId(sub);
+  if (id === undefined) return undefined;
+  const user = await findUserById(db, id);
   if (!user) return undefined;
   return {
     accountId: sub,

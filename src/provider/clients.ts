@@ -19,6 +19,8 @@ export function createClientAdapter(db: Knex): Adapter {
   };
   return {
     async find(clientId: string): Promise<AdapterPayload | undefined> {
+      // Longer than the column: no such client, and no query.
+      if (typeof clientId !== 'string' || clientId.length > 64) return undefined;
       const found = await findClientWithSecrets(db, clientId);
       if (!found) return undefined;
       const { app, secrets } = found;

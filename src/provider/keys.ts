@@ -1,16 +1,29 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { now } from '../db/time.js';
+import { isSealed, keyCipher, KeysSecretError, type KeyCipher } from './key-encryption.js';
 
 /**
  * Signing keys (JWKS) and cookie keys live in the database so that every instance signs and
  * verifies with the same ones. They are created on first start; `idp keys rotate` adds a new
- * signing key in front and keeps the old ones published for verification.
+ * signing key in front and keeps the old ones published for verification. With KEYS_SECRET
+ * they are stored encrypted (key-encryption.ts), and the first start that has the secret
+ * encrypts any stored in clear; without it (development) they are stored in clear.
  */
 export interface ProviderKeys {
   jwks: { keys: Array<Record<string, unknown>> };
   cookieKeys: string[];
 }
+
+type Kind = 'signing' | 'cookie';
+interface KeyRow {
+  id: number;
+  kind: Kind;
+  material: string;
+}
+
+const NEEDS_SECRET =
+  'the signing and cookie keys in the database are encrypted: set KEYS_SECRET to the secret they were encrypted with';
 
 function newSigningKey(): string {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -18,19 +31,44 @@ function newSigningKey(): string {
   return JSON.stringify({ ...jwk, kid: randomUUID(), alg: 'RS256', use: 'sig' });
 }
 
-async function insertKey(db: Knex, kind: 'signing' | 'cookie', material: string): Promise<void> {
-  await db('keys').insert({ kind, material, created_at: now() });
+async function insertKey(db: Knex, kind: Kind, material: string, cipher: KeyCipher | undefined): Promise<void> {
+  await db('keys').insert({ kind, material: cipher ? cipher.seal(kind, material) : material, created_at: now() });
 }
 
-export async function loadOrCreateKeys(db: Knex): Promise<ProviderKeys> {
-  // Serialised through a transaction so that two instances starting at once create one set.
-  await db.transaction(async (trx) => {
+/** Serialised through a transaction (a table lock on PostgreSQL), so instances starting at once agree. */
+async function lockedKeys<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return db.transaction(async (trx) => {
     if (trx.client.config.client === 'pg') await trx.raw('lock table keys in exclusive mode');
-    const kinds = new Set((await trx('keys').distinct('kind')).map((r: { kind: string }) => r.kind));
-    if (!kinds.has('signing')) await insertKey(trx, 'signing', newSigningKey());
-    if (!kinds.has('cookie')) await insertKey(trx, 'cookie', randomBytes(32).toString('base64url'));
+    return work(trx);
   });
-  const rows: Array<{ kind: string; material: string }> = await db('keys').select('kind', 'material').orderBy('id', 'desc');
+}
+
+/** Every key in clear, newest first; clear rows sealed on the way when there is a secret. */
+async function openAll(trx: Knex.Transaction, cipher: KeyCipher | undefined): Promise<Array<{ kind: Kind; material: string }>> {
+  const rows: KeyRow[] = await trx('keys').select('id', 'kind', 'material').orderBy('id', 'desc');
+  if (!cipher) {
+    if (rows.some((row) => isSealed(row.material))) throw new KeysSecretError(NEEDS_SECRET);
+    return rows;
+  }
+  // Every sealed row must open before anything is written: a wrong secret changes nothing.
+  const opened = rows.map((row) => ({ row, clear: isSealed(row.material) ? cipher.open(row.kind, row.material) : undefined }));
+  for (const { row, clear } of opened) {
+    if (clear === undefined) await trx('keys').where({ id: row.id }).update({ material: cipher.seal(row.kind, row.material) });
+  }
+  return opened.map(({ row, clear }) => ({ kind: row.kind, material: clear ?? row.material }));
+}
+
+export async function loadOrCreateKeys(db: Knex, secret?: string): Promise<ProviderKeys> {
+  const cipher = secret ? keyCipher(secret) : undefined;
+  const rows = await lockedKeys(db, async (trx) => {
+    let all = await openAll(trx, cipher);
+    const kinds = new Set(all.map((r) => r.kind));
+    if (kinds.has('signing') && kinds.has('cookie')) return all;
+    if (!kinds.has('signing')) await insertKey(trx, 'signing', newSigningKey(), cipher);
+    if (!kinds.has('cookie')) await insertKey(trx, 'cookie', randomBytes(32).toString('base64url'), cipher);
+    all = await openAll(trx, cipher);
+    return all;
+  });
   return {
     jwks: { keys: rows.filter((r) => r.kind === 'signing').map((r) => JSON.parse(r.material)) },
     cookieKeys: rows.filter((r) => r.kind === 'cookie').map((r) => r.material),
@@ -38,8 +76,13 @@ export async function loadOrCreateKeys(db: Knex): Promise<ProviderKeys> {
 }
 
 /** Adds a new signing key; it signs from the next start of each instance, the old ones keep verifying. */
-export async function rotateSigningKey(db: Knex): Promise<{ kid: string }> {
+export async function rotateSigningKey(db: Knex, secret?: string): Promise<{ kid: string }> {
+  const cipher = secret ? keyCipher(secret) : undefined;
   const material = newSigningKey();
-  await insertKey(db, 'signing', material);
+  await lockedKeys(db, async (trx) => {
+    // The same secret as the stored keys, or none only when none is stored encrypted.
+    await openAll(trx, cipher);
+    await insertKey(trx, 'signing', material, cipher);
+  });
   return { kid: JSON.parse(material).kid };
 }

@@ -1,25 +1,35 @@
 import * as querystring from 'node:querystring';
 import type { Context, Next } from 'koa';
+import { controlCharacterMessage, fieldWithControlCharacter } from '../control-characters.js';
 import { knownScopes } from '../vocabulary.js';
-
 /**
- * The seed's clients send the token request's parameters in the query string, often with an
- * empty body; RFC 6749 clients send a form body. This pre-step reads the form body itself,
- * merges the query string into it and hands the result to oidc-provider, which reads an
- * already-parsed `req.body` (lib/shared/selective_body.js). A parameter given in both places
- * with the same value counts once; with different values it is a duplicate, which the library
- * rejects as `invalid_request`. `grant_type` defaults to `authorization_code`, and a refresh
- * request's scope keeps only the scopes this service knows (see `refreshScope`).
+ * oidc-provider reads its own form bodies; this pre-step reads them first, on every POST to the
+ * provider, so that each form passes the same edge check as the rest of the service (no control
+ * characters, a 413 past 56 KiB that leaves the connection usable) and then hands the parsed form
+ * over: the library takes an already-parsed `req.body` (lib/shared/selective_body.js).
+ *
+ * On the token endpoint it also accepts the seed's way: the parameters in the query string, often
+ * with an empty body, merged into the form. A parameter given in both places with the same value
+ * counts once; with different values it is a duplicate, which the library rejects as
+ * `invalid_request`. `grant_type` defaults to `authorization_code`, and a refresh request's
+ * scope keeps only the scopes this service knows (see `refreshScope`).
  */
 const BODY_LIMIT = 56 * 1024;
 const FORM = 'application/x-www-form-urlencoded';
 
 type Params = Record<string, string | string[] | undefined>;
 
+/**
+ * Reads at most BODY_LIMIT bytes. Past the limit it stops reading without destroying the request:
+ * the rest of the body is drained (or the connection closed) once the answer is sent, so a
+ * keep-alive client's next request on the same connection still works.
+ */
 async function readForm(ctx: Context): Promise<Params | 'too-large'> {
+  const declared = Number(ctx.get('content-length') || 0);
+  if (declared > BODY_LIMIT) return 'too-large';
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of ctx.req) {
+  for await (const chunk of ctx.req.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
     if (size > BODY_LIMIT) return 'too-large';
     chunks.push(chunk as Buffer);
@@ -37,26 +47,24 @@ export function mergeParams(body: Params, query: Params): Params {
   return merged;
 }
 
-/**
- * On the token route: the body and the query string merged, as described above. On the other
- * routes that authenticate clients (revocation, introspection), the form body alone, read here
- * too so the client-authentication limit knows the client_id before the library runs.
- */
-export function tokenRequestParams(tokenPath: string, otherFormPaths: readonly string[] = []) {
-  return async function acceptQueryParameters(ctx: Context, next: Next): Promise<void> {
+function invalidRequest(ctx: Context, status: number, description: string): void {
+  ctx.status = status;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error: 'invalid_request', error_description: description };
+}
+
+export function providerFormBodies(tokenPath: string) {
+  return async function readFormBodies(ctx: Context, next: Next): Promise<void> {
+    if (ctx.method !== 'POST') return next();
     const isToken = ctx.path === tokenPath;
-    if (ctx.method !== 'POST' || !(isToken || otherFormPaths.includes(ctx.path))) return next();
     const type = ctx.get('content-type');
     // Other content types are left to the library, which answers them with invalid_request.
-    if (type && !ctx.is(FORM)) return next();
+    if (type ? !ctx.is(FORM) : !isToken) return next();
     const body = await readForm(ctx);
-    if (body === 'too-large') {
-      ctx.status = 413;
-      ctx.set('Cache-Control', 'no-store');
-      ctx.body = { error: 'invalid_request', error_description: 'the request body is too large' };
-      return;
-    }
+    if (body === 'too-large') return invalidRequest(ctx, 413, 'the request body is too large');
     const params = isToken ? mergeParams(body, ctx.query as Params) : body;
+    const field = fieldWithControlCharacter(params);
+    if (field !== undefined) return invalidRequest(ctx, 400, controlCharacterMessage(field));
     if (isToken) {
       params.grant_type ??= 'authorization_code';
       refreshScope(params);

@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import { findAppByClientId, listSecrets, pageAppsOfGroup, signOutUrlsOf, type AppRow } from '../db/apps.js';
 import type { GroupRow } from '../db/groups.js';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
+import { parseId } from '../ids.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
 import {
   createApplication,
@@ -56,9 +57,9 @@ function formOf(app: AppRow): AppForm {
 
 /** A path segment that cannot be a secret id is the same as an unknown secret. */
 function secretId(ctx: Ctx): number {
-  const raw = String(ctx.params.secretId ?? '');
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new NotFoundError('no such client secret');
-  return Number(raw);
+  const id = parseId(ctx.params.secretId);
+  if (id === undefined) throw new NotFoundError('no such client secret');
+  return id;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { AppError, RetryLaterError } from '../errors.js';
-import { isStorageOutage } from '../storage.js';
+import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
 import { render } from './render.js';
 
 /** The one error handler of the pages: an exposed error becomes a page with its message; anything else a plain 500. */
@@ -26,6 +26,11 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void) {
       const status = (err as { status?: number; expose?: boolean }).expose ? (err as { status: number }).status : undefined;
       if (status && status < 500) {
         render(ctx, 'error', { title: titleFor(status), message: (err as Error).message, status }, status);
+        return;
+      }
+      if (isValueError(err)) {
+        ctx.state.log?.warn({ err }, 'the database refused a value');
+        render(ctx, 'error', { title: titleFor(400), message: `The request could not be completed: ${VALUE_ERROR_MESSAGE}.`, status: 400 }, 400);
         return;
       }
       if (isStorageOutage(err)) {

@@ -5,6 +5,7 @@ import { listAudit, type AuditRow } from '../db/audit.js';
 import { findGroupByPath, findRole, listMembers, pageGroupsOfUser, type GroupRow } from '../db/groups.js';
 import { toIso } from '../db/time.js';
 import { AppError, NotFoundError } from '../errors.js';
+import { parseId } from '../ids.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
 import type { Actor } from '../services/context.js';
 import {
@@ -242,8 +243,9 @@ function groupNotFound(): NotFoundError {
 }
 
 function memberId(value: string | undefined): number {
-  if (!value || !/^[1-9][0-9]{0,9}$/.test(value)) throw new NotFoundError('that user is not a member of this group');
-  return Number(value);
+  const id = parseId(value);
+  if (id === undefined) throw new NotFoundError('that user is not a member of this group');
+  return id;
 }
 
 /** An audit row as the page shows it: ISO time, the actor (none: the admin CLI or a deleted user), details as "key: value". */

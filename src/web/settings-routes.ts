@@ -5,6 +5,7 @@ import { listAccessTokens } from '../db/access-tokens.js';
 import { listUserGrants } from '../db/grants.js';
 import { toIso } from '../db/time.js';
 import { AppError, NotFoundError, ValidationError } from '../errors.js';
+import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
 import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
 import { createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
@@ -75,9 +76,9 @@ function authorizedApplication(row: Record<string, unknown>) {
 
 /** A path segment that cannot be a token id is the same as an unknown token. */
 function tokenId(ctx: Context): number {
-  const raw = String(ctx.params.id ?? '');
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new NotFoundError('no such access token');
-  return Number(raw);
+  const id = parseId(ctx.params.id);
+  if (id === undefined) throw new NotFoundError('no such access token');
+  return id;
 }
 
 /**

@@ -28,11 +28,20 @@ export async function browser(url: string, page = '/login'): Promise<Browser> {
   };
 }
 
-/** A client signed in as `user` through the sign-in form. */
+/**
+ * A client signed in as `user` through the sign-in form. Its CSRF token is re-read after sign-in:
+ * tokens are bound to the session, and signing in starts a new one.
+ */
 export async function signedIn(url: string, user: { username: string; password: string }): Promise<Browser> {
-  const client = await browser(url);
-  await client.submit('/login', { login: user.username, password: user.password }).expect(302).expect('Location', '/groups');
-  return client;
+  const agent = request.agent(url);
+  const before = csrfOf((await agent.get('/login').expect(200)).text);
+  await agent.post('/login').type('form').send({ login: user.username, password: user.password, _csrf: before }).expect(302).expect('Location', '/groups');
+  const csrf = csrfOf((await agent.get('/groups').expect(200)).text);
+  return {
+    agent,
+    csrf,
+    submit: (path, fields) => agent.post(path).type('form').send({ ...fields, _csrf: csrf }),
+  };
 }
 
 /** The text ejs escaped, back as plain text. */

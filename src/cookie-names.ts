@@ -1,0 +1,22 @@
+/**
+ * The names of every cookie the service sets. Under https they carry a prefix the browser
+ * enforces: `__Host-` (Secure, Path=/, no Domain: no other host or path can set or shadow it)
+ * where the cookie lives at `/`; `__Secure-` (Secure) for oidc-provider's two interaction
+ * cookies, which it scopes to one flow's path and so cannot be `__Host-`.
+ */
+export interface CookieNames {
+  session: string;
+  interaction: string;
+  resume: string;
+  csrf: string;
+}
+
+export function cookieNames(secure: boolean): CookieNames {
+  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf' };
+  return {
+    session: '__Host-idp_session',
+    interaction: '__Secure-idp_interaction',
+    resume: '__Secure-idp_interaction_resume',
+    csrf: '__Host-idp_csrf',
+  };
+}
