@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { createServer } from 'node:net';
 import { expect } from 'chai';
 import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } from '../helpers/db.js';
 import { UserAgent } from '../helpers/browser-less.js';
 import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { exchangeCode, runAuthorization } from '../helpers/oauth.js';
+import { runAuthorization } from '../helpers/oauth.js';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -26,6 +27,22 @@ async function waitReady(url: string, child: ChildProcess, log: () => string): P
 }
 
 /**
+ * A request to one instance as a load balancer forwards it: to that instance's address, naming
+ * the public host (the issuer's) in `Host`, which is the only host an instance answers for.
+ */
+function viaBalancer(instance: string, issuer: string, path: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${instance}${path}`, { method: options.method ?? 'GET', headers: { ...options.headers, host: new URL(issuer).host } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
  * Two real server processes (`npm start`'s entry point) on one PostgreSQL and one Redis, behind
  * one public issuer as a load balancer would put them: a code issued by one is redeemed at the
  * other, and a token from one is accepted by the other.
@@ -36,13 +53,14 @@ describe('two instances sharing PostgreSQL and Redis', function () {
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   const outputs: string[] = [];
+  let issuer = '';
 
   before(async function () {
     if (!TEST_DATABASE_URL || !TEST_REDIS_URL) this.skip();
     database = await freshDatabase('postgres');
     const ports = [await freePort(), await freePort()];
     // Both instances share one issuer (the first address) as a deployment behind a balancer would.
-    const issuer = `http://127.0.0.1:${ports[0]}`;
+    issuer = `http://127.0.0.1:${ports[0]}`;
     for (const port of ports) {
       const index = outputs.push('') - 1;
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
@@ -74,15 +92,11 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       redirectUri,
       login: { login: user.username, password: user.password },
     });
-    const { status, body } = await exchangeCode(urls[1]!, {
-      client_id: app.clientId,
-      client_secret: app.clientSecret,
-      code: callback.searchParams.get('code')!,
-      redirect_uri: redirectUri,
-    });
+    const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: redirectUri });
+    const { status, body } = await viaBalancer(urls[1]!, issuer, `/login/oauth/access_token?${query}`, { method: 'POST' });
     expect(status, JSON.stringify(body)).to.equal(200);
     for (const url of urls) {
-      const res = await fetch(`${url}/apis/v2/groups`, { headers: { authorization: `Bearer ${String(body.access_token)}` } });
+      const res = await viaBalancer(url, issuer, '/apis/v2/groups', { headers: { authorization: `Bearer ${String(body.access_token)}` } });
       expect(res.status).to.equal(200);
     }
   });
