@@ -110,7 +110,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   });
 
   const sessions = new SiteSessions(provider, secure);
-  const deps: WebDeps = { config, db, sessions, limits, kdf: kdfQueue(config.kdf) };
+  const kdf = kdfQueue(config.kdf, { lowPriority: true });
+  const deps: WebDeps = { config, db, sessions, limits, kdf };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -182,6 +183,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     provider,
     async close() {
       if (pruner) clearInterval(pruner);
+      await kdf.close();
       redis?.disconnect();
       await db.destroy();
     },

@@ -1,6 +1,7 @@
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { hash, verify, type Algorithm } from '@node-rs/argon2';
+import { randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
+import { hash, hashSync, verify, verifySync, type Algorithm } from '@node-rs/argon2';
 import pLimit from 'p-limit';
+import { Piscina } from 'piscina';
 import { RetryLaterError } from '../errors.js';
 
 /**
@@ -26,6 +27,34 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /**
+ * The same two, computed on the calling thread: for the low-priority hashing threads (an async
+ * hash would run on libuv's shared pool, whose threads the service needs for everything else).
+ */
+export function hashPasswordSync(password: string): string {
+  return hashSync(password.normalize('NFKC'), ARGON2);
+}
+
+export function verifyPasswordSync(password: string, stored: string): boolean {
+  const normalized = password.normalize('NFKC');
+  if (stored.startsWith('$argon2')) {
+    try {
+      return verifySync(stored, normalized);
+    } catch {
+      return false;
+    }
+  }
+  const parts = scryptParts(stored);
+  if (!parts) return false;
+  let actual: Buffer;
+  try {
+    actual = scryptSync(normalized, parts.salt, SCRYPT_KEY_LENGTH, { ...parts.params, maxmem: SCRYPT_MAX_MEMORY });
+  } catch {
+    return false;
+  }
+  return actual.length === parts.expected.length && timingSafeEqual(actual, parts.expected);
+}
+
+/**
  * Whether a hash that just verified should be replaced: any hash made before Argon2id. An
  * Argon2id hash verifies with the parameters it carries and is kept as it is.
  */
@@ -36,16 +65,20 @@ export function needsRehash(stored: string): boolean {
 const SCRYPT_KEY_LENGTH = 32;
 const SCRYPT_MAX_MEMORY = 64 * 1024 * 1024;
 
+/** `scrypt$N$r$p$salt$hash`, the format before Argon2id; undefined when the string is not one. */
+function scryptParts(stored: string): { params: { N: number; r: number; p: number }; salt: Buffer; expected: Buffer } | undefined {
+  const [scheme, n, r, p, salt, expected] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !expected) return undefined;
+  return { params: { N: Number(n), r: Number(r), p: Number(p) }, salt: Buffer.from(salt, 'base64url'), expected: Buffer.from(expected, 'base64url') };
+}
+
 async function verifyScrypt(password: string, stored: string): Promise<boolean> {
-  const [scheme, n, r, p, salt, expectedB64] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !expectedB64) return false;
-  const expected = Buffer.from(expectedB64, 'base64url');
+  const parts = scryptParts(stored);
+  if (!parts) return false;
   const actual = await new Promise<Buffer | undefined>((resolve) => {
-    scrypt(password, Buffer.from(salt, 'base64url'), SCRYPT_KEY_LENGTH, { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT_MAX_MEMORY }, (err, key) =>
-      resolve(err ? undefined : key),
-    );
+    scrypt(password, parts.salt, SCRYPT_KEY_LENGTH, { ...parts.params, maxmem: SCRYPT_MAX_MEMORY }, (err, key) => resolve(err ? undefined : key));
   });
-  return !!actual && actual.length === expected.length && timingSafeEqual(actual, expected);
+  return !!actual && actual.length === parts.expected.length && timingSafeEqual(actual, parts.expected);
 }
 
 /** A hash of nothing, verified against when the user does not exist, so both cases take as long. */
@@ -58,20 +91,41 @@ export function decoyHash(): Promise<string> {
 /**
  * At most `concurrency` hashes run at once in this process and at most `queue` wait; past that a
  * request is refused at once with 503 and Retry-After, so a flood of sign-ins never takes the
- * threads and memory that token exchanges and API calls need.
+ * threads and memory that token exchanges and API calls need. With `lowPriority`, the hashes run
+ * on worker threads (piscina) at the lowest scheduling priority (nice +19): they get the CPU the
+ * rest of the service leaves free, so a flood slows sign-ins, not everything else.
  */
 export interface KdfQueue {
-  run<T>(work: () => Promise<T>): Promise<T>;
+  hash(password: string): Promise<string>;
+  verify(password: string, stored: string): Promise<boolean>;
+  close(): Promise<void>;
 }
 
-export function kdfQueue(bound: { concurrency: number; queue: number }): KdfQueue {
+export type KdfTask = { op: 'hash'; password: string } | { op: 'verify'; password: string; stored: string };
+
+export function kdfQueue(bound: { concurrency: number; queue: number }, options: { lowPriority?: boolean } = {}): KdfQueue {
   const limit = pLimit(bound.concurrency);
+  const pool = options.lowPriority
+    ? new Piscina<KdfTask, string | boolean>({
+        // The worker is this folder's kdf-worker, compiled or not, as this file is.
+        filename: new URL(import.meta.url.endsWith('.ts') ? './kdf-worker.ts' : './kdf-worker.js', import.meta.url).href,
+        minThreads: 0,
+        maxThreads: bound.concurrency,
+        idleTimeout: 60_000,
+        niceIncrement: process.platform === 'linux' || process.platform === 'darwin' ? 19 : 0,
+      })
+    : undefined;
+  const run = <T>(task: KdfTask, inProcess: () => Promise<T>): Promise<T> => {
+    if (limit.activeCount >= bound.concurrency && limit.pendingCount >= bound.queue) {
+      return Promise.reject(new RetryLaterError(503, 'busy', 'The server is busy checking other passwords. Try again in a few seconds.', 2));
+    }
+    return limit(() => (pool ? (pool.run(task) as Promise<T>) : inProcess()));
+  };
   return {
-    run(work) {
-      if (limit.activeCount >= bound.concurrency && limit.pendingCount >= bound.queue) {
-        return Promise.reject(new RetryLaterError(503, 'busy', 'The server is busy checking other passwords. Try again in a few seconds.', 2));
-      }
-      return limit(work);
+    hash: (password) => run({ op: 'hash', password }, () => hashPassword(password)),
+    verify: (password, stored) => run({ op: 'verify', password, stored }, () => verifyPassword(password, stored)),
+    close: async () => {
+      await pool?.destroy();
     },
   };
 }

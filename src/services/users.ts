@@ -5,7 +5,7 @@ import { findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, u
 import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../db/time.js';
 import type { Limits } from './limits.js';
-import { decoyHash, hashPassword, needsRehash, verifyPassword, type KdfQueue } from './passwords.js';
+import { decoyHash, hashPassword, needsRehash, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
 
 export const newUserSchema = z
@@ -23,7 +23,7 @@ export async function createUser(db: Knex, input: NewUser, kdf?: KdfQueue): Prom
   const data = rules.parse(newUserSchema, input);
   const taken = await userTakenField(db, data.username, data.email);
   if (taken) throw new ConflictError(taken, `${taken} "${taken === 'username' ? data.username : data.email}" is already taken`);
-  const passwordHash = await (kdf ? kdf.run(() => hashPassword(data.password)) : hashPassword(data.password));
+  const passwordHash = await (kdf ? kdf.hash(data.password) : hashPassword(data.password));
   try {
     return await insertUser(db, { ...data, passwordHash, at: now() });
   } catch (err) {
@@ -57,7 +57,7 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   // One account is one key whichever name it was given by; an unknown name is a key of its own.
   const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
   await limits.beforeSignIn(account, ip);
-  const ok = await kdf.run(async () => verifyPassword(plausible ? password : '', user?.password_hash ?? (await decoyHash())));
+  const ok = await kdf.verify(plausible ? password : '', user?.password_hash ?? (await decoyHash()));
   if (!user || !ok) {
     await limits.signInFailed(account, ip);
     return undefined;
@@ -65,7 +65,7 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   await limits.signInSucceeded(account, ip);
   if (needsRehash(user.password_hash)) {
     // Best effort: a busy queue leaves the old hash for the next sign-in.
-    const rehashed = await kdf.run(() => hashPassword(password)).catch(() => undefined);
+    const rehashed = await kdf.hash(password).catch(() => undefined);
     if (rehashed) await replacePasswordHash(db, user.id, user.password_hash, rehashed);
   }
   return user;

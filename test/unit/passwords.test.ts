@@ -63,23 +63,28 @@ describe('passwords', () => {
 describe('the KDF queue', () => {
   it('runs at most `concurrency` at once and refuses at once past `queue` waiting, with 503 and Retry-After', async () => {
     const queue = kdfQueue({ concurrency: 1, queue: 1 });
-    let running = 0;
-    let most = 0;
-    const work = () =>
-      queue.run(async () => {
-        running += 1;
-        most = Math.max(most, running);
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        running -= 1;
-        return 'done';
-      });
-    const results = await Promise.allSettled([work(), work(), work(), work()]);
-    expect(most).to.equal(1);
+    const stored = await hashPassword('correct horse battery');
+    const results = await Promise.allSettled([1, 2, 3, 4].map(() => queue.verify('correct horse battery', stored)));
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect(results.slice(0, 2).map((r) => (r as PromiseFulfilledResult<boolean>).value)).to.deep.equal([true, true]);
     const refused = (results[2] as PromiseRejectedResult).reason as RetryLaterError;
     expect(refused).to.be.instanceOf(RetryLaterError);
     expect(refused.status).to.equal(503);
     expect(refused.retryAfterS).to.be.above(0);
+  });
+
+  it('hashes and verifies on low-priority worker threads what the main thread hashes and verifies', async () => {
+    const queue = kdfQueue({ concurrency: 1, queue: 4 }, { lowPriority: true });
+    try {
+      const made = await queue.hash('correct horse battery');
+      expect(made).to.match(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+      expect(await verifyPassword('correct horse battery', made)).to.equal(true);
+      expect(await queue.verify('correct horse battery', await hashPassword('correct horse battery'))).to.equal(true);
+      expect(await queue.verify('wrong horse battery', made)).to.equal(false);
+      expect(await queue.verify('an older password', scryptHash('an older password', 2 ** 12, 8, 1))).to.equal(true);
+    } finally {
+      await queue.close();
+    }
   });
 });
 
