@@ -3,7 +3,7 @@ import { Browser, inParallel, send } from './http.js';
 
 /**
  * The authorization code flow as a browser and a client server drive it, for the service
- * (sign-in page, consent page, the seed's query-string token request) and for raw
+ * (sign-in page, consent page, the query-string token request) and for raw
  * oidc-provider (sign-in and consent finish by themselves; a form-body token request).
  */
 
@@ -41,11 +41,11 @@ async function authorizeToCode(browser: Browser, start: string, redirectUri: str
 // ---- the service -------------------------------------------------------------------------
 
 export function ourAuthorizePath(client: OAuthClient): string {
-  // The seed's request: no scope, no response_type.
+  // The README's curl request: no scope, no response_type.
   return `/login/oauth/authorize?${new URLSearchParams({ client_id: client.clientId, redirect_uri: client.redirectUri, state: 'bench-state' })}`;
 }
 
-/** The seed's exchange: every parameter in the query string, an empty body. */
+/** The query-string exchange: every parameter in the query string, an empty body. */
 export function ourExchangePath(client: OAuthClient, code: string): string {
   return `/login/oauth/access_token?${new URLSearchParams({ client_id: client.clientId, client_secret: client.clientSecret, code, redirect_uri: client.redirectUri })}`;
 }

@@ -72,7 +72,7 @@ function requestLog(logger: Logger) {
     try {
       await next();
     } finally {
-      // The path only: query strings may carry codes and secrets (the seed's token request does).
+      // The path only: query strings may carry codes and secrets (the query-string token request does).
       ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
     }
   };

@@ -2,7 +2,7 @@ import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
- * Token formats of CONTRACT §6: prefix + 30 random base62 characters + 6 base62 characters of
+ * Token formats: prefix + 30 random base62 characters + 6 base62 characters of
  * the CRC-32 of those 30, 39 characters in all. The checksum lets a scanner (and we) reject a
  * mistyped or invented value without touching storage.
  */

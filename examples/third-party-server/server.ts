@@ -3,7 +3,7 @@
  * groups. It is written the way a developer outside this project would write it: Koa and
  * openid-client v6, and nothing imported from the identity provider.
  *
- * It follows the seed's rule (Errors §1): a request with no token, or with a token the API does
+ * It follows the usual client rule: a request with no token, or with a token the API does
  * not accept (unknown, invalid, expired or revoked), gets a 302 to the authorize endpoint with a
  * fresh, non-guessable `state`, which the callback checks when the user comes back.
  *
@@ -75,7 +75,7 @@ export async function createExampleApp(options: ExampleOptions): Promise<Koa> {
     return id && session ? { id, session } : undefined;
   }
 
-  /** The seed's rule: a 302 to the authorize endpoint, with a fresh state and PKCE challenge. */
+  /** Not signed in here: a 302 to the authorize endpoint, with a fresh state and PKCE challenge. */
   async function sendToAuthorize(ctx: Context): Promise<void> {
     const session = currentSession(ctx)?.session ?? newSession(ctx, {});
     const state = oauth.randomState();

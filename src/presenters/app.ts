@@ -1,7 +1,7 @@
 import { signOutUrlsOf, type AppRow, type SecretRow } from '../db/apps.js';
 import { toIso } from '../db/time.js';
 
-/** An OAuth application as CONTRACT §3 names its fields. */
+/** An OAuth application as the API names its fields. */
 export interface AppJson {
   clientID: string;
   clientSecret?: string;
@@ -17,7 +17,7 @@ export interface AppJson {
 
 /**
  * The client secret is opt-in: only the response that created it passes `secret`, because the
- * service keeps only its digest and can never show it again (CONTRACT §3 rule 2).
+ * service keeps only its digest and can never show it again.
  */
 export function presentApp(row: AppRow, options: { secret?: string } = {}): AppJson {
   return {

@@ -2,7 +2,7 @@ import type { GroupRow } from '../db/groups.js';
 import { toIso } from '../db/time.js';
 import type { Role } from '../vocabulary.js';
 
-/** A group as CONTRACT §2 names its fields; `role` (the viewer's) only when given. */
+/** A group as the API names its fields; `role` (the viewer's) only when given. */
 export interface GroupJson {
   id: number;
   name: string;

@@ -4,7 +4,7 @@ type Query = Record<string, string | string[] | undefined>;
 
 /**
  * The authorize request's query as the library should read it (it serves authorize over GET
- * only). The seed's request carries neither `scope` nor `response_type`: no scope means
+ * only). The README's curl request carries neither `scope` nor `response_type`: no scope means
  * groups:read-only, and response_type defaults to `code`, the only one there is. Scopes may be
  * separated by commas, as clients written for GitHub send them (`scope=groups:read-only,openid`):
  * here they become the spaces RFC 6749 specifies. A repeated parameter is left for the library

@@ -155,7 +155,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
     async renderError(ctx, out) {
       // The library renders a page whenever the request prefers HTML; only the browser-facing routes
-      // may answer with one. The token, introspection, revocation, userinfo… endpoints stay JSON (§5).
+      // may answer with one. The token, introspection, revocation, userinfo… endpoints stay JSON.
       if (!PAGE_ROUTES.has(ctx.oidc?.route ?? '')) {
         ctx.type = 'json';
         ctx.body = out; // what the library itself answers a JSON client
@@ -192,7 +192,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     }
     if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
     await next();
-    // The library answers GET authorize requests with 303; the contract (§4) promises 302 to the client.
+    // The library answers GET authorize requests with 303; clients are promised a 302 (as GitHub answers).
     const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
     if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
     if (isSignedOutLogoutPage(ctx as KoaContextWithOIDC)) pages.signedOutLogout(ctx as KoaContextWithOIDC);

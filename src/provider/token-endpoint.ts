@@ -8,7 +8,7 @@ import { knownScopes } from '../vocabulary.js';
  * characters, a 413 past 56 KiB that leaves the connection usable) and then hands the parsed form
  * over: the library takes an already-parsed `req.body` (lib/shared/selective_body.js).
  *
- * On the token endpoint it also accepts the seed's way: the parameters in the query string, often
+ * On the token endpoint it also accepts the query-string style (GitHub's OAuth documentation shows it): the parameters in the query string, often
  * with an empty body, merged into the form. A parameter given in both places with the same value
  * counts once; with different values it is a duplicate, which the library rejects as
  * `invalid_request`. `grant_type` defaults to `authorization_code`, and a refresh request's
@@ -95,7 +95,7 @@ export function refreshScope(params: Params): void {
   else params.scope = scope;
 }
 
-/** Adds the seed's `expire_in` (a string) beside RFC 6749's `expires_in`, and the seed's lower-case `bearer`. */
+/** Adds `expire_in` (a string, which the first clients of this service read) beside RFC 6749's `expires_in`, and their lower-case `bearer`. */
 export function tokenResponseShape(ctx: Context & { oidc?: { route?: string } }): void {
   if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
   const body = ctx.body as Record<string, unknown>;

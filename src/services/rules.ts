@@ -4,7 +4,7 @@ import { ValidationError } from '../errors.js';
 import { ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
 
 /**
- * Field rules of CONTRACT §2 and §3, shared by the pages, the API and the CLI so that each
+ * Field rules of users, groups and applications, shared by the pages, the API and the CLI so that each
  * field means the same everywhere. Messages name the field and say what it must be.
  */
 export const username = z

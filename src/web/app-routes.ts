@@ -20,7 +20,7 @@ import { render } from './render.js';
 
 type Ctx = RouterContext;
 
-/** The fields of CONTRACT §3 with the seed's labels, and the sign-out URLs; the form field names are the API's. */
+/** An application's fields with the labels people know from GitHub, and the sign-out URLs; the form field names are the API's. */
 const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs'] as const;
 type AppForm = Record<(typeof FIELDS)[number], string>;
 const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '' };
@@ -63,7 +63,7 @@ function secretId(ctx: Ctx): number {
 }
 
 /**
- * Group settings → Developer: the OAuth applications of a group (CONTRACT §3). Owners only, by
+ * Group settings → Developer: the OAuth applications of a group. Owners only, by
  * the same policy as the API (the services check it again on every change). A secret appears
  * once, in the response of the POST that made it, never in a URL or a redirect.
  */

@@ -7,7 +7,7 @@ import { signInAndAuthorize, startExample, TwoSiteBrowser, type RunningExample }
 
 /**
  * The example third-party server (examples/third-party-server) against a real identity provider,
- * both in-process on loopback ports: the seed's rule (Errors §1) that no token, or a token the
+ * both in-process on loopback ports: the rule that no token, or a token the
  * API does not accept, is answered with a 302 to the authorize endpoint and a fresh state.
  */
 for (const profile of profiles()) {

@@ -95,7 +95,7 @@ for (const profile of profiles()) {
       expect(refreshed.token.access_token).to.match(/^ho_/);
     });
 
-    it('runs the curl snippets: authorize URL, the seed\'s token request, the API, and the 401 without a token', async () => {
+    it('runs the curl snippets: authorize URL, the query-string token request, the API, and the 401 without a token', async () => {
       const redirectUri = 'http://localhost:4000/callback';
       const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: redirectUri });
       const blocks = connectSection()

@@ -3,7 +3,7 @@ import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { UserAgent } from '../helpers/browser-less.js';
 import { getManual, makeFixture, RFC6749_AUTHORIZE_ERRORS, signInOnSite, type Fixture } from './support.js';
 
-/** CONTRACT §4 rules 1 and 2: which bad authorize requests are a page, and which go back to the client. */
+/** Which bad authorize requests are a page, and which go back to the client. */
 for (const profile of profiles()) {
   describe(`GET /login/oauth/authorize errors (${profile})`, () => {
     let server: RunningIdp;

@@ -14,7 +14,7 @@ import {
   type Fixture,
 } from './support.js';
 
-/** CONTRACT §4 rules 3–6 and the scope rules: what a well-formed authorize request leads to. */
+/** Sign-in, consent, the redirect and the scope rules: what a well-formed authorize request leads to. */
 for (const profile of profiles()) {
   describe(`authorization flow behaviour (${profile})`, () => {
     let server: RunningIdp;

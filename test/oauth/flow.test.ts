@@ -21,7 +21,7 @@ for (const profile of profiles()) {
     });
     after(() => server.stop());
 
-    it('completes authorize → sign in → consent → code → token with the seed\'s query-string exchange', async () => {
+    it('completes authorize → sign in → consent → code → token with the query-string exchange', async () => {
       const agent = new UserAgent(server.url);
       const callback = await runAuthorization(agent, {
         clientId: fixture.clientId,

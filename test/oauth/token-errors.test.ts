@@ -16,7 +16,7 @@ import {
   type TokenResult,
 } from './support.js';
 
-/** CONTRACT §5: the token endpoint's parameters, client authentication and every error it answers. */
+/** The token endpoint's parameters, client authentication and every error it answers. */
 for (const profile of profiles()) {
   describe(`POST /login/oauth/access_token (${profile})`, () => {
     let server: RunningIdp;
@@ -57,7 +57,7 @@ for (const profile of profiles()) {
     }
 
     describe('where the parameters come from', () => {
-      it('accepts every parameter in the query string with an empty body (the seed\'s way)', async () => {
+      it('accepts every parameter in the query string with an empty body (the query-string style)', async () => {
         expectOk(await tokenRequest(server.url, { query: exchangeParams(await codeFor()) }));
       });
 

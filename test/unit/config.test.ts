@@ -15,7 +15,7 @@ function configError(env: Record<string, string>): ConfigError {
 }
 
 describe('loadConfig', () => {
-  it('uses the defaults of CONTRACT §1 for an empty environment', () => {
+  it('uses the documented defaults for an empty environment', () => {
     expect(loadConfig({})).to.deep.equal({
       env: 'development',
       port: 3000,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { canGroup, type GroupAction } from '../../src/policies/group.js';
 import type { Role } from '../../src/vocabulary.js';
 
-/** CONTRACT §2: members read; only owners manage members, settings and applications. */
+/** Group roles: members read; only owners manage members, settings and applications. */
 const expected: Record<GroupAction, Record<Role | 'none', boolean>> = {
   read: { owner: true, maintainer: true, member: true, none: false },
   'manage-settings': { owner: true, maintainer: false, member: false, none: false },

@@ -3,7 +3,7 @@ import { crc32 } from 'node:zlib';
 import { expect } from 'chai';
 import { base62Checksum, digest, generateToken, isWellFormedToken, TOKEN_LENGTH, type TokenPrefix } from '../../src/tokens.js';
 
-/** The checksum of CONTRACT §6, written out independently of src/tokens.ts. */
+/** The tokens' CRC32 checksum, written out independently of src/tokens.ts. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 function base62(n: number, width: number): string {
   let out = '';
@@ -35,7 +35,7 @@ describe('tokens', () => {
     });
   }
 
-  it('declares the length of CONTRACT §6', () => {
+  it('declares the documented length of 39 characters', () => {
     expect(TOKEN_LENGTH).to.equal(39);
   });
 

@@ -119,7 +119,7 @@ for (const profile of profiles()) {
         expect(res.text).to.match(new RegExp(`<a class="button primary" href="${developer(group)}/apps/new">New application</a>`));
       });
 
-      it('shows the new application form with the seed’s labels and a Create button', async () => {
+      it('shows the new application form with GitHub’s labels and a Create button', async () => {
         const { group, client } = await groupWithOwner();
         const res = await client.agent.get(`${developer(group)}/apps/new`).expect(200);
         for (const [name, label] of [['name', 'Application name'], ['homepageURL', 'Homepage URL'], ['description', 'Description'], ['callbackURL', 'Authorization callback URL']]) {

@@ -28,7 +28,7 @@ const NO_GROUP = 'no such group, or you are not a member of it';
 const NO_APP = 'no such application, or you are not a member of its group';
 
 /**
- * The OAuth applications of CONTRACT §3 over /apis/v2, all with `groups:read-write`. Whether the
+ * The OAuth applications of a group over /apis/v2, all with `groups:read-write`. Whether the
  * caller may see a group (a member: else 404) is asked first; whether they may manage its
  * applications (an owner: else 403) is the services' own check, the same one the pages use.
  */
