@@ -12,7 +12,7 @@ import { createRedisAdapter } from '../adapters/redis.js';
 import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
 import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
-import { createDb, migrateLatest } from './db/knex.js';
+import { createDb, migrateLatest, ping } from './db/knex.js';
 import { pruneRateLimits } from './db/rate-limits.js';
 import type { Logger } from './log.js';
 import { VIEWS } from './paths.js';
@@ -136,7 +136,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     const checks: Record<string, string> = {};
     const timeout = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
-    checks.database = await timeout(db.raw('select 1')).then(() => 'ok', () => 'unreachable');
+    checks.database = await timeout(ping(db)).then(() => 'ok', () => 'unreachable');
     if (redis) checks.redis = await timeout(redis.ping()).then(() => 'ok', () => 'unreachable');
     const ready = Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;

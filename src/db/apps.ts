@@ -120,3 +120,8 @@ export async function pageAppsOfGroup(
   ]);
   return { total: Number((count as { n: number | string } | undefined)?.n ?? 0), items };
 }
+
+/** Locks an application's row until the transaction ends, so counts made after it stay true. */
+export async function lockApp(trx: Knex.Transaction, id: number): Promise<void> {
+  await trx('oauth_apps').where({ id }).forUpdate().first('id');
+}

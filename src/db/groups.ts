@@ -189,3 +189,14 @@ export async function setRole(db: Knex, groupId: number, userId: number, role: R
 export async function deleteMembership(db: Knex, groupId: number, userId: number): Promise<void> {
   await db('memberships').where({ group_id: groupId, user_id: userId }).delete();
 }
+
+/** A member's role, its row locked until the transaction ends; undefined when not a member. */
+export async function lockMembership(trx: Knex.Transaction, groupId: number, userId: number): Promise<Role | undefined> {
+  const row = (await trx('memberships').where({ group_id: groupId, user_id: userId }).forUpdate().first('role')) as { role: Role } | undefined;
+  return row?.role;
+}
+
+/** Locks a group's row until the transaction ends: changes to one group's owners run one at a time on PostgreSQL. */
+export async function lockGroup(trx: Knex.Transaction, groupId: number): Promise<void> {
+  await trx('groups').where({ id: groupId }).forUpdate().first('id');
+}

@@ -83,3 +83,8 @@ export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
+
+/** One round trip to the database: what /readyz asks. */
+export async function ping(db: Knex): Promise<void> {
+  await db.raw('select 1');
+}

@@ -60,3 +60,7 @@ export async function userTakenField(db: Knex, username: string, email: string):
 export async function replacePasswordHash(db: Knex, id: number, current: string, next: string): Promise<boolean> {
   return (await db('users').where({ id, password_hash: current }).update({ password_hash: next })) === 1;
 }
+
+export async function usernameOf(db: Knex, id: number): Promise<string | undefined> {
+  return ((await db('users').where({ id }).first('username')) as { username: string } | undefined)?.username;
+}

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { now } from '../db/time.js';
+import { insertKey as insertKeyRow, listKeys, replaceKeyMaterial, withKeysLocked, type KeyKind as Kind } from '../db/keys.js';
 import { isSealed, keyCipher, KeysSecretError, type KeyCipher } from './key-encryption.js';
 
 /**
@@ -15,13 +15,6 @@ export interface ProviderKeys {
   cookieKeys: string[];
 }
 
-type Kind = 'signing' | 'cookie';
-interface KeyRow {
-  id: number;
-  kind: Kind;
-  material: string;
-}
-
 const NEEDS_SECRET =
   'the signing and cookie keys in the database are encrypted: set KEYS_SECRET to the secret they were encrypted with';
 
@@ -31,21 +24,13 @@ function newSigningKey(): string {
   return JSON.stringify({ ...jwk, kid: randomUUID(), alg: 'RS256', use: 'sig' });
 }
 
-async function insertKey(db: Knex, kind: Kind, material: string, cipher: KeyCipher | undefined): Promise<void> {
-  await db('keys').insert({ kind, material: cipher ? cipher.seal(kind, material) : material, created_at: now() });
-}
-
-/** Serialised through a transaction (a table lock on PostgreSQL), so instances starting at once agree. */
-async function lockedKeys<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return db.transaction(async (trx) => {
-    if (trx.client.config.client === 'pg') await trx.raw('lock table keys in exclusive mode');
-    return work(trx);
-  });
+function insertKey(db: Knex, kind: Kind, material: string, cipher: KeyCipher | undefined): Promise<void> {
+  return insertKeyRow(db, kind, cipher ? cipher.seal(kind, material) : material);
 }
 
 /** Every key in clear, newest first; clear rows sealed on the way when there is a secret. */
 async function openAll(trx: Knex.Transaction, cipher: KeyCipher | undefined): Promise<Array<{ kind: Kind; material: string }>> {
-  const rows: KeyRow[] = await trx('keys').select('id', 'kind', 'material').orderBy('id', 'desc');
+  const rows = await listKeys(trx);
   if (!cipher) {
     if (rows.some((row) => isSealed(row.material))) throw new KeysSecretError(NEEDS_SECRET);
     return rows;
@@ -53,14 +38,14 @@ async function openAll(trx: Knex.Transaction, cipher: KeyCipher | undefined): Pr
   // Every sealed row must open before anything is written: a wrong secret changes nothing.
   const opened = rows.map((row) => ({ row, clear: isSealed(row.material) ? cipher.open(row.kind, row.material) : undefined }));
   for (const { row, clear } of opened) {
-    if (clear === undefined) await trx('keys').where({ id: row.id }).update({ material: cipher.seal(row.kind, row.material) });
+    if (clear === undefined) await replaceKeyMaterial(trx, row.id, cipher.seal(row.kind, row.material));
   }
   return opened.map(({ row, clear }) => ({ kind: row.kind, material: clear ?? row.material }));
 }
 
 export async function loadOrCreateKeys(db: Knex, secret?: string): Promise<ProviderKeys> {
   const cipher = secret ? keyCipher(secret) : undefined;
-  const rows = await lockedKeys(db, async (trx) => {
+  const rows = await withKeysLocked(db, async (trx) => {
     let all = await openAll(trx, cipher);
     const kinds = new Set(all.map((r) => r.kind));
     if (kinds.has('signing') && kinds.has('cookie')) return all;
@@ -79,7 +64,7 @@ export async function loadOrCreateKeys(db: Knex, secret?: string): Promise<Provi
 export async function rotateSigningKey(db: Knex, secret?: string): Promise<{ kid: string }> {
   const cipher = secret ? keyCipher(secret) : undefined;
   const material = newSigningKey();
-  await lockedKeys(db, async (trx) => {
+  await withKeysLocked(db, async (trx) => {
     // The same secret as the stored keys, or none only when none is stored encrypted.
     await openAll(trx, cipher);
     await insertKey(trx, 'signing', material, cipher);

@@ -162,7 +162,7 @@ export async function generateClientSecret(db: Knex, actor: Actor, clientId: str
   const app = await authorizeApplication(db, actor, clientId);
   return db.transaction(async (trx) => {
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
-    await trx('oauth_apps').where({ id: app.id }).forUpdate().first('id');
+    await apps.lockApp(trx, app.id);
     if ((await apps.countSecrets(trx, app.id)) >= MAX_ACTIVE_SECRETS) {
       throw new ConflictError('secret', `an application may hold at most ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`);
     }

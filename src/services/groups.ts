@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../db/time.js';
 import { recordAudit } from '../db/audit.js';
 import * as groups from '../db/groups.js';
-import { findUserByLogin } from '../db/users.js';
+import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
 import { auditActorId, type Actor } from './context.js';
 import * as rules from './rules.js';
@@ -105,16 +105,15 @@ async function changeMembership(
 ): Promise<void> {
   await authorizeGroup(db, actor, groupId, 'manage-members');
   await db.transaction(async (trx) => {
-    const current = await trx('memberships').where({ group_id: groupId, user_id: userId }).forUpdate().first('role');
-    if (!current) throw new NotFoundError('that user is not a member of this group');
-    // Serialise changes to one group's owners on PostgreSQL.
-    await trx('groups').where({ id: groupId }).forUpdate().first('id');
+    const currentRole = await groups.lockMembership(trx, groupId, userId);
+    if (!currentRole) throw new NotFoundError('that user is not a member of this group');
+    await groups.lockGroup(trx, groupId);
     if ('remove' in change) await groups.deleteMembership(trx, groupId, userId);
     else await groups.setRole(trx, groupId, userId, change.role);
     if ((await groups.countOwners(trx, groupId)) === 0) {
       throw new ConflictError('role', 'a group must keep at least one owner');
     }
-    const target = (await trx('users').where({ id: userId }).first('username'))?.username ?? String(userId);
+    const target = (await usernameOf(trx, userId)) ?? String(userId);
     await recordAudit(
       trx,
       {
@@ -122,7 +121,7 @@ async function changeMembership(
         actorId: auditActorId(actor),
         action: 'remove' in change ? 'member.remove' : 'member.role',
         target,
-        details: 'remove' in change ? { from: current.role } : { from: current.role, to: change.role },
+        details: 'remove' in change ? { from: currentRole } : { from: currentRole, to: change.role },
         ip: actor.ip,
       },
       now(),
