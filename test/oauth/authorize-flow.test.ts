@@ -1,18 +1,8 @@
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
+import { profiles, type RunningIdp } from '../helpers/app.js';
 import { csrfFrom, formAction, UserAgent } from '../helpers/browser-less.js';
 import { authorizeUrl, exchangeCode } from '../helpers/oauth.js';
-import {
-  authorize,
-  clock,
-  credentialsOf,
-  discovery,
-  makeFixture,
-  makeOtherClient,
-  signInOnSite,
-  type Client,
-  type Fixture,
-} from './support.js';
+import { authorize, type Client, clock, credentialsOf, discovery, type Fixture, makeFixture, makeOtherClient, signedInFixture, signInOnSite } from './support.js';
 
 /** Sign-in, consent, the redirect and the scope rules: what a well-formed authorize request leads to. */
 for (const profile of profiles()) {
@@ -23,10 +13,7 @@ for (const profile of profiles()) {
     let agent: UserAgent;
 
     before(async () => {
-      server = await startIdp(profile);
-      fx = await makeFixture(server.idp.db);
-      agent = new UserAgent(server.url);
-      await signInOnSite(agent, fx.user);
+      ({ server, fx, agent } = await signedInFixture(profile));
     });
     after(() => server.stop());
 

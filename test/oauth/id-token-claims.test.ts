@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { UserAgent } from '../helpers/browser-less.js';
-import { authorize, makeFixture, makeOtherClient, signInOnSite, tokenRequest, type Client, type Fixture } from './support.js';
+import { profiles, type RunningIdp } from '../helpers/app.js';
+import type { UserAgent } from '../helpers/browser-less.js';
+import { authorize, type Client, type Fixture, makeOtherClient, signedInFixture, tokenRequest } from './support.js';
 
 function payloadOf(idToken: unknown): Record<string, unknown> {
   expect(idToken).to.be.a('string');
@@ -17,10 +17,7 @@ for (const profile of profiles()) {
     let agent: UserAgent;
 
     before(async () => {
-      server = await startIdp(profile);
-      fx = await makeFixture(server.idp.db);
-      agent = new UserAgent(server.url);
-      await signInOnSite(agent, fx.user);
+      ({ server, fx, agent } = await signedInFixture(profile));
     });
     after(() => server.stop());
 

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { UserAgent } from '../helpers/browser-less.js';
+import { profiles, type RunningIdp } from '../helpers/app.js';
+import type { UserAgent } from '../helpers/browser-less.js';
 import { authorizeUrl } from '../helpers/oauth.js';
-import { authorize, makeFixture, makeOtherClient, signInOnSite, tokenRequest, type Fixture, type TokenResult } from './support.js';
+import { authorize, type Fixture, makeOtherClient, signedInFixture, tokenRequest, type TokenResult } from './support.js';
 
 /** Scopes at authorize may be separated by spaces (RFC 6749) or commas (as GitHub accepts). */
 for (const profile of profiles()) {
@@ -12,10 +12,7 @@ for (const profile of profiles()) {
     let agent: UserAgent;
 
     before(async () => {
-      server = await startIdp(profile);
-      fx = await makeFixture(server.idp.db);
-      agent = new UserAgent(server.url);
-      await signInOnSite(agent, fx.user);
+      ({ server, fx, agent } = await signedInFixture(profile));
     });
     after(() => server.stop());
 

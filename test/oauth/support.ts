@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import type { UserAgent } from '../helpers/browser-less.js';
-import { csrfFrom } from '../helpers/browser-less.js';
+import { startIdp, type Profile, type RunningIdp } from '../helpers/app.js';
+import { csrfFrom, UserAgent } from '../helpers/browser-less.js';
 import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { runAuthorization, type FlowOptions } from '../helpers/oauth.js';
 
@@ -173,3 +173,12 @@ export const RFC6749_AUTHORIZE_ERRORS = [
   'server_error',
   'temporarily_unavailable',
 ];
+
+/** A server on `profile`, its fixture, and a browser signed in on the site as the fixture's user. */
+export async function signedInFixture(profile: Profile): Promise<{ server: RunningIdp; fx: Fixture; agent: UserAgent }> {
+  const server = await startIdp(profile);
+  const fx = await makeFixture(server.idp.db);
+  const agent = new UserAgent(server.url);
+  await signInOnSite(agent, fx.user);
+  return { server, fx, agent };
+}
