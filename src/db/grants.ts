@@ -79,3 +79,8 @@ export async function grantIdsOfClient(db: Knex, clientId: string): Promise<stri
 export async function touchUserGrant(db: Knex, grantId: string, at: string): Promise<void> {
   await db('user_grants').where({ grant_id: grantId }).update({ last_used_at: at });
 }
+
+/** Unlists a grant that no longer exists (the provider revoked it), whoever it belonged to. */
+export async function deleteUserGrantByGrantId(db: Knex, grantId: string): Promise<void> {
+  await db('user_grants').where({ grant_id: grantId }).delete();
+}

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
-import { findUserGrant } from '../db/grants.js';
+import { deleteUserGrantByGrantId, findUserGrant } from '../db/grants.js';
 import { generateToken } from '../tokens.js';
 import type { Limits } from '../services/limits.js';
 import { SCOPES, TTL } from '../vocabulary.js';
@@ -201,6 +201,11 @@ export function createProvider(deps: ProviderDeps): Provider {
 
   // The route's own error handler already answered 500; providerFaults corrects the answer.
   provider.on('server_error', (ctx, err) => recordProviderFault(ctx, err, deps.onError));
+  // The library revokes a whole grant on its own (a used code or refresh token presented again,
+  // a refresh token revoked by its client): it leaves Account settings → Authorized applications.
+  provider.on('grant.revoked', (_ctx, grantId: string) => {
+    deleteUserGrantByGrantId(db, grantId).catch((err: unknown) => deps.onError(err));
+  });
   return provider;
 }
 

@@ -106,6 +106,8 @@ for (const profile of profiles()) {
       expect(reuse.body.error).to.equal('invalid_grant');
       expect((await refresh(idp, fixture, String(second.body.refresh_token))).body.error).to.equal('invalid_grant');
       expect(await apiStatus(idp, String(second.body.access_token))).to.equal(401);
+      const listed = await idp.idp.db('user_grants').where({ user_id: fixture.user.id, client_id: fixture.clientId });
+      expect(listed, 'the revoked grant is no longer an authorized application').to.have.length(0);
     });
 
     it('ends two concurrent consents on one grant, listed once and revoked whole', async () => {
