@@ -29,6 +29,7 @@ import { accountRoutes } from './web/account-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
+import { refuseHashingWhenBusy } from './web/busy.js';
 import { csrfProtection } from './web/csrf.js';
 import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
@@ -127,6 +128,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   app.use(securityHeaders(config.issuer));
   app.use(clientAddress);
   app.use(refuseControlCharacters);
+  // Before every route: under a flood of sign-ins, a refusal costs as little as an answer can.
+  app.use(refuseHashingWhenBusy(kdf));
 
   const system = new Router();
   system.get('/healthz', (ctx) => {

@@ -96,9 +96,16 @@ export function decoyHash(): Promise<string> {
  * rest of the service leaves free, so a flood slows sign-ins, not everything else.
  */
 export interface KdfQueue {
+  /** Whether a hash asked for now would be refused (every slot busy, the queue full). */
+  full(): boolean;
   hash(password: string): Promise<string>;
   verify(password: string, stored: string): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** What a sign-in or sign-up gets while the queue is full. */
+export function kdfBusy(): RetryLaterError {
+  return new RetryLaterError(503, 'busy', 'The server is busy checking other passwords. Try again in a few seconds.', 2);
 }
 
 export type KdfTask = { op: 'hash'; password: string } | { op: 'verify'; password: string; stored: string };
@@ -115,13 +122,13 @@ export function kdfQueue(bound: { concurrency: number; queue: number }, options:
         niceIncrement: process.platform === 'linux' || process.platform === 'darwin' ? 19 : 0,
       })
     : undefined;
+  const full = () => limit.activeCount >= bound.concurrency && limit.pendingCount >= bound.queue;
   const run = <T>(task: KdfTask, inProcess: () => Promise<T>): Promise<T> => {
-    if (limit.activeCount >= bound.concurrency && limit.pendingCount >= bound.queue) {
-      return Promise.reject(new RetryLaterError(503, 'busy', 'The server is busy checking other passwords. Try again in a few seconds.', 2));
-    }
+    if (full()) return Promise.reject(kdfBusy());
     return limit(() => (pool ? (pool.run(task) as Promise<T>) : inProcess()));
   };
   return {
+    full,
     hash: (password) => run({ op: 'hash', password }, () => hashPassword(password)),
     verify: (password, stored) => run({ op: 'verify', password, stored }, () => verifyPassword(password, stored)),
     close: async () => {

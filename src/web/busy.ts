@@ -1,0 +1,27 @@
+import type { Context, Next } from 'koa';
+import { kdfBusy, type KdfQueue } from '../services/passwords.js';
+import { renderPage } from './render.js';
+
+/** The forms whose submission needs a password hash: the site's sign-in and sign-up, the flow's sign-in. */
+const HASHING_FORMS = /^\/(login|signup|interaction\/[^/]+\/login)$/;
+
+/**
+ * While this instance's hashing queue is full, a submitted sign-in or sign-up form is answered
+ * 503 with Retry-After before its body is parsed, its session looked up or its page rendered:
+ * under a flood of sign-ins most attempts are refused, and each refusal then costs as little as an
+ * answer can, so the flood takes little from token exchanges and API calls. (When the queue fills
+ * between this check and the hash, the form's own handler gives the same answer on its page.)
+ */
+export function refuseHashingWhenBusy(kdf: KdfQueue) {
+  let page: string | undefined;
+  return async function busyHashing(ctx: Context, next: Next): Promise<void> {
+    if (ctx.method !== 'POST' || !HASHING_FORMS.test(ctx.path) || !kdf.full()) return next();
+    const busy = kdfBusy();
+    page ??= renderPage('error', { title: 'Temporarily unavailable', message: busy.message, status: 503 });
+    ctx.status = 503;
+    ctx.type = 'html';
+    ctx.set('Retry-After', String(busy.retryAfterS));
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = page;
+  };
+}
