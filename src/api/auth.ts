@@ -9,7 +9,7 @@ import type { Scope } from '../vocabulary.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { inWords, RetryLaterError } from '../errors.js';
-import type { Limits } from '../services/limits.js';
+import type { ApiVerdict, Limits } from '../services/limits.js';
 import { BearerError } from './errors.js';
 
 /** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
@@ -39,18 +39,15 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits;
     // find() allows oidc-provider's clockTolerance (15 s) past `exp`, a slack meant for other
     // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
     // already drops it then, Redis would keep it 15 s longer).
-    if (!token || !token.accountId || token.isExpired) return undefined;
-    // Deleting an application revokes its grants, but a token issued in the same instant, or
-    // under a grant the listing lost, would outlive it: the application itself must still exist.
-    if (!token.clientId || !(await appExists(deps.db, token.clientId))) return undefined;
+    if (!token || !token.accountId || !token.clientId || token.isExpired) return undefined;
     // "Last used" of the application in Account settings → Authorized applications.
     const grantId = token.grantId;
     if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
     return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
   }
 
-  async function personalToken(value: string): Promise<ApiAuth | undefined> {
-    const row = await findBearerTokenByDigest(deps.db, digest(value));
+  async function personalToken(tokenDigest: string): Promise<ApiAuth | undefined> {
+    const row = await findBearerTokenByDigest(deps.db, tokenDigest);
     if (!row) return undefined;
     if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
     recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
@@ -68,21 +65,28 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits;
     if (!isWellFormedToken(value) || !(value.startsWith('ho_') || value.startsWith('ha_'))) {
       throw invalid('the token is malformed');
     }
-    const auth = value.startsWith('ho_') ? await oauthToken(value) : await personalToken(value);
+    const tokenDigest = digest(value);
+    const auth = value.startsWith('ho_') ? await oauthToken(value) : await personalToken(tokenDigest);
     if (!auth) throw invalid('the token is unknown, expired or revoked');
-    await countRequest(ctx, deps.limits, value);
+    // Both at once, one round trip of latency: the request is counted, and an OAuth token's
+    // application must still exist (deleting it revokes its grants, but a token issued in the same
+    // instant, or under a grant the listing lost, would outlive it).
+    const [verdict, appAlive] = await Promise.all([
+      deps.limits.apiRequest(tokenDigest),
+      auth.clientId === undefined || appExists(deps.db, auth.clientId),
+    ]);
+    if (!appAlive) throw invalid('the token is unknown, expired or revoked');
+    if (verdict) applyAllowance(ctx, verdict);
     ctx.state.auth = auth;
     await next();
   };
 }
 
 /**
- * Counts a request against its token's hourly allowance and says where it stands in GitHub's
- * headers, on every answer to it; past the allowance, 429 until the window resets.
+ * Says where a token stands against its hourly allowance in GitHub's headers, on every answer
+ * to it; past the allowance, 429 until the window resets.
  */
-async function countRequest(ctx: Context, limits: Limits, token: string): Promise<void> {
-  const verdict = await limits.apiRequest(digest(token));
-  if (!verdict) return;
+function applyAllowance(ctx: Context, verdict: ApiVerdict): void {
   const { allowance } = verdict;
   ctx.set('X-RateLimit-Limit', String(allowance.limit));
   ctx.set('X-RateLimit-Remaining', String(allowance.remaining));

@@ -40,6 +40,13 @@ export interface ApiAllowance {
   resetAt: number;
 }
 
+/** One API request counted: whether it is within the allowance, and where the token stands. */
+export interface ApiVerdict {
+  allowed: boolean;
+  allowance: ApiAllowance;
+  retryAfterS: number;
+}
+
 type Store = (options: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
 
 function storeOf(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix: string): Store {
@@ -65,6 +72,14 @@ async function consume(limiter: RateLimiterAbstract, k: string, points = 1): Pro
 
 function retryAfterS(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+}
+
+/** One sign-in attempt's counter keys, and what the account+address counter stood at when it began. */
+export interface SignInAttempt {
+  pair: string;
+  ip: string;
+  account: string;
+  pairCount: number;
 }
 
 /** A limiter and the number of points it allows per window. */
@@ -118,48 +133,55 @@ export class Limits {
 
   /**
    * Before a password is checked: throws a 429 when this account and address are blocked, when
-   * the address has failed too often, or when the account is slowed down and tried within the minute.
+   * the address has failed too often, or when the account is slowed down and tried within the
+   * minute. The attempt takes its point from the account+address and address counters now, not
+   * after the password: 16 guesses sent at once are counted as 16 before any is checked, so no
+   * more get through than the limit allows. A right password gives the points back.
    */
-  async beforeSignIn(account: string, ip: string): Promise<void> {
-    const pair = key(account, ip);
-    if (this.signinAccountIp) {
-      const res = await this.signinAccountIp.failures.get(pair);
-      if (res && res.consumedPoints > this.signinAccountIp.points) throw tooManySignIns(retryAfterS(res));
+  async beforeSignIn(account: string, ip: string): Promise<SignInAttempt> {
+    const attempt: SignInAttempt = { pair: key(account, ip), ip: key(ip), account: key(account), pairCount: 0 };
+    const [pair, address, failures] = await Promise.all([
+      this.signinAccountIp ? consume(this.signinAccountIp.failures, attempt.pair) : undefined,
+      this.signinIp ? consume(this.signinIp.limiter, attempt.ip) : undefined,
+      this.signinAccount?.failures.get(attempt.account),
+    ]);
+    attempt.pairCount = pair?.res.consumedPoints ?? 0;
+    for (const taken of [pair, address]) {
+      if (taken && !taken.allowed) throw tooManySignIns(retryAfterS(taken.res));
     }
-    if (this.signinIp) {
-      const seconds = await exhaustedFor(this.signinIp, key(ip));
-      if (seconds) throw tooManySignIns(seconds);
+    if (this.signinAccount && failures && failures.consumedPoints >= this.signinAccount.points) {
+      const slow = await consume(this.signinAccount.slow, attempt.account);
+      if (!slow.allowed) throw tooManySignIns(retryAfterS(slow.res));
     }
-    if (this.signinAccount) {
-      const res = await this.signinAccount.failures.get(key(account));
-      if (res && res.consumedPoints >= this.signinAccount.points) {
-        const slow = await consume(this.signinAccount.slow, key(account));
-        if (!slow.allowed) throw tooManySignIns(retryAfterS(slow.res));
-      }
-    }
+    return attempt;
   }
 
-  /** A wrong password (or unknown account): counted three ways, and the pair blocked past its limit. */
-  async signInFailed(account: string, ip: string): Promise<void> {
-    const pair = key(account, ip);
-    await Promise.all([
-      this.signinIp ? consume(this.signinIp.limiter, key(ip)) : undefined,
-      this.signinAccount ? consume(this.signinAccount.failures, key(account)) : undefined,
+  /** A wrong password (or unknown account): counted against the account too, and the pair blocked past its limit. */
+  async signInFailed(attempt: SignInAttempt): Promise<void> {
+    const [, struck] = await Promise.all([
+      this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
+      this.signinAccountIp?.strikes.get(attempt.pair),
     ]);
     if (!this.signinAccountIp) return;
     const { failures, strikes, points } = this.signinAccountIp;
-    const [counted, struck] = await Promise.all([consume(failures, pair), strikes.get(pair)]);
-    if (counted.res.consumedPoints < points && !struck) return;
+    if (attempt.pairCount < points && !struck) return;
     // Past the limit, or failing again after an earlier block: block for twice as long as last time.
-    const n = (await consume(strikes, pair)).res.consumedPoints;
-    await failures.block(pair, Math.min(FIRST_DELAY_S * 2 ** (n - 1), MAX_DELAY_S));
+    const n = (await consume(strikes, attempt.pair)).res.consumedPoints;
+    await failures.block(attempt.pair, Math.min(FIRST_DELAY_S * 2 ** (n - 1), MAX_DELAY_S));
   }
 
-  /** A right password: this account and address start afresh. */
-  async signInSucceeded(account: string, ip: string): Promise<void> {
-    if (!this.signinAccountIp) return;
-    const pair = key(account, ip);
-    await Promise.all([this.signinAccountIp.failures.delete(pair), this.signinAccountIp.strikes.delete(pair)]);
+  /** A right password: this account and address start afresh, and the address gets its point back. */
+  async signInSucceeded(attempt: SignInAttempt): Promise<void> {
+    await Promise.all([
+      this.signinAccountIp?.failures.delete(attempt.pair),
+      this.signinAccountIp?.strikes.delete(attempt.pair),
+      this.signinIp?.limiter.reward(attempt.ip, 1),
+    ]);
+  }
+
+  /** The password was never checked (the hashing queue was full): the attempt's points go back. */
+  async signInNotChecked(attempt: SignInAttempt): Promise<void> {
+    await Promise.all([this.signinAccountIp?.failures.reward(attempt.pair, 1), this.signinIp?.limiter.reward(attempt.ip, 1)]);
   }
 
   /** Before creating an account: throws a 429 when this address has made too many today. */
@@ -185,7 +207,7 @@ export class Limits {
   }
 
   /** Counts one API request of a token (by its digest); undefined when the limit is off. */
-  async apiRequest(tokenDigest: string): Promise<{ allowed: boolean; allowance: ApiAllowance; retryAfterS: number } | undefined> {
+  async apiRequest(tokenDigest: string): Promise<ApiVerdict | undefined> {
     if (!this.apiToken) return undefined;
     const { allowed, res } = await consume(this.apiToken.limiter, tokenDigest);
     const limit = this.apiToken.points;

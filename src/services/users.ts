@@ -56,13 +56,16 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   const user = plausible ? await findUserByLogin(db, login) : undefined;
   // One account is one key whichever name it was given by; an unknown name is a key of its own.
   const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
-  await limits.beforeSignIn(account, ip);
-  const ok = await kdf.verify(plausible ? password : '', user?.password_hash ?? (await decoyHash()));
+  const counted = await limits.beforeSignIn(account, ip);
+  const ok = await kdf.verify(plausible ? password : '', user?.password_hash ?? (await decoyHash())).catch(async (err: unknown) => {
+    await limits.signInNotChecked(counted);
+    throw err;
+  });
   if (!user || !ok) {
-    await limits.signInFailed(account, ip);
+    await limits.signInFailed(counted);
     return undefined;
   }
-  await limits.signInSucceeded(account, ip);
+  await limits.signInSucceeded(counted);
   if (needsRehash(user.password_hash)) {
     // Best effort: a busy queue leaves the old hash for the next sign-in.
     const rehashed = await kdf.hash(password).catch(() => undefined);

@@ -65,6 +65,18 @@ class Visitor {
 
 const WRONG = 'not the password';
 
+/** `count` visitors open the sign-in form first, then all submit a wrong password at the same moment. */
+async function wrongPasswordsAtOnce(base: string, login: string, count: number): Promise<Answer[]> {
+  const visitors = await Promise.all(
+    Array.from({ length: count }, async () => {
+      const v = new Visitor(base);
+      const form = await v.send('GET', '/login');
+      return { v, csrf: /name="_csrf" value="([^"]+)"/.exec(form.text)![1]! };
+    }),
+  );
+  return Promise.all(visitors.map(({ v, csrf }) => v.send('POST', '/login', { _csrf: csrf, login, password: WRONG })));
+}
+
 for (const profile of profiles()) {
   describe(`abuse limits (${profile})`, () => {
     describe('sign-in failures for one account from one address (the default 5 in 15 minutes)', () => {
@@ -85,6 +97,14 @@ for (const profile of profiles()) {
         const right = await visitor.signIn(user.username, user.password);
         expect(right.status).to.equal(429);
         expect(right.text).to.include('Too many failed sign-in attempts');
+      });
+
+      it('lets no more than 5 of 16 wrong passwords sent at once be checked; the rest get 429', async () => {
+        const user = await makeUser(idp.idp.db);
+        const answers = await wrongPasswordsAtOnce(idp.url, user.username, 16);
+        const statuses = answers.map((a) => a.status);
+        expect(statuses.filter((s) => s === 401).length, statuses.join(' ')).to.be.at.most(5);
+        expect(statuses.filter((s) => s !== 401).every((s) => s === 429 || s === 503), statuses.join(' ')).to.equal(true);
       });
 
       it('counts the account by whichever name it is given (username or e-mail, any case)', async () => {
@@ -338,14 +358,7 @@ for (const profile of profiles()) {
 
       it('answers sign-ins past the bound at once with 503 and Retry-After, and the others normally', async () => {
         const user = await makeUser(idp.idp.db);
-        const visitors = await Promise.all(
-          Array.from({ length: 12 }, async () => {
-            const v = new Visitor(idp.url);
-            const form = await v.send('GET', '/login');
-            return { v, csrf: /name="_csrf" value="([^"]+)"/.exec(form.text)![1]! };
-          }),
-        );
-        const answers = await Promise.all(visitors.map(({ v, csrf }) => v.send('POST', '/login', { _csrf: csrf, login: user.username, password: WRONG })));
+        const answers = await wrongPasswordsAtOnce(idp.url, user.username, 12);
         const busy = answers.filter((a) => a.status === 503);
         expect(busy.length).to.be.at.least(1);
         expect(answers.filter((a) => a.status === 401).length).to.be.at.least(2);
