@@ -184,17 +184,22 @@ export class Limits {
     await Promise.all([this.signinAccountIp?.failures.reward(attempt.pair, 1), this.signinIp?.limiter.reward(attempt.ip, 1)]);
   }
 
-  /** Before creating an account: throws a 429 when this address has made too many today. */
-  async beforeSignUp(ip: string): Promise<void> {
+  /**
+   * Before creating an account: takes this address's point at once (so sign-ups sent together are
+   * all counted), and throws a 429 when it has made too many. `signUpNotMade` gives it back.
+   */
+  async takeSignUp(ip: string): Promise<void> {
     if (!this.signup) return;
-    const seconds = await exhaustedFor(this.signup, key(ip));
-    if (seconds) {
+    const taken = await consume(this.signup.limiter, key(ip));
+    if (!taken.allowed) {
+      const seconds = retryAfterS(taken.res);
       throw new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds);
     }
   }
 
-  async signedUp(ip: string): Promise<void> {
-    if (this.signup) await consume(this.signup.limiter, key(ip));
+  /** The sign-up was refused (a bad field, a taken name): it does not count. */
+  async signUpNotMade(ip: string): Promise<void> {
+    await this.signup?.limiter.reward(key(ip), 1);
   }
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */

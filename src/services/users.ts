@@ -36,6 +36,20 @@ export async function createUser(db: Knex, input: NewUser, kdf?: KdfQueue): Prom
   }
 }
 
+/**
+ * A sign-up from the site: counted against the address's limit first (a 429 past it), then the
+ * account created with its hash in the bounded queue. A refused sign-up does not count.
+ */
+export async function signUp(deps: SignInDeps, input: NewUser, ip: string): Promise<UserRow> {
+  await deps.limits.takeSignUp(ip);
+  try {
+    return await createUser(deps.db, input, deps.kdf);
+  } catch (err) {
+    await deps.limits.signUpNotMade(ip);
+    throw err;
+  }
+}
+
 export interface SignInDeps {
   db: Knex;
   limits: Limits;

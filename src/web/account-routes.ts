@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
-import { createUser, signIn } from '../services/users.js';
+import { signIn, signUp } from '../services/users.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 
@@ -40,9 +40,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const form = formFields(ctx);
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
     try {
-      await deps.limits.beforeSignUp(ctx.ip);
-      const user = await createUser(deps.db, { ...values, password: form.password ?? '' }, deps.kdf);
-      await deps.limits.signedUp(ctx.ip);
+      const user = await signUp(deps, { ...values, password: form.password ?? '' }, ctx.ip);
       await deps.sessions.signIn(ctx, user.id);
       ctx.redirect('/groups');
     } catch (err) {

@@ -219,6 +219,24 @@ for (const profile of profiles()) {
       });
       after(() => idp.stop());
 
+      it('counts sign-ups sent at once, and not the ones refused for a bad field', async () => {
+        const tag = randomBytes(3).toString('hex');
+        const bad = await new Visitor(idp.url, '127.0.0.6').submit('/signup', { username: `bad-${tag}`, email: 'not an e-mail', password: 'a long enough passphrase' });
+        expect(bad.status).to.equal(400);
+        const forms = await Promise.all(
+          Array.from({ length: 6 }, async (_, i) => {
+            const v = new Visitor(idp.url, '127.0.0.6');
+            const page = await v.send('GET', '/signup');
+            return { v, i, csrf: /name="_csrf" value="([^"]+)"/.exec(page.text)![1]! };
+          }),
+        );
+        const answers = await Promise.all(
+          forms.map(({ v, i, csrf }) => v.send('POST', '/signup', { _csrf: csrf, username: `par${i}-${tag}`, email: `par${i}-${tag}@example.test`, password: 'a long enough passphrase' })),
+        );
+        const statuses = answers.map((a) => a.status).sort();
+        expect(statuses).to.deep.equal([302, 302, 429, 429, 429, 429]);
+      });
+
       it('refuses the third account from one address with 429, keeping what was typed', async () => {
         const visitor = new Visitor(idp.url, '127.0.0.5');
         const signUp = (name: string) => visitor.submit('/signup', { username: name, email: `${name}@example.test`, password: 'a long enough passphrase' });
