@@ -1,59 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hash as argon2Hash } from '@node-rs/argon2';
-import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import knexFactory, { type Knex } from 'knex';
-import { createDb, isPostgres, migrateLatest } from '../src/db/knex.js';
+import type { Knex } from 'knex';
+import { isPostgres } from '../src/db/knex.js';
 import { insertUser } from '../src/db/users.js';
-import { createAccessToken } from '../src/services/access-tokens.js';
-import { createApplication } from '../src/services/apps.js';
 import { hashPassword } from '../src/services/passwords.js';
+import { freshDatabase, type TestDatabase } from '../test/helpers/db.js';
+import { makeApp, personalToken } from '../test/helpers/factories.js';
 
 /** What the service's scenarios run against: a fresh database of the bench's own, filled in bulk. */
+export type BenchDatabase = TestDatabase;
 
-export interface BenchDatabase {
-  url: string;
-  kind: 'sqlite' | 'postgres';
-  db: Knex;
-  drop(): Promise<void>;
-}
-
-export async function createBenchDatabase(kind: 'sqlite' | 'postgres', serverUrl?: string): Promise<BenchDatabase> {
-  const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
-  if (kind === 'sqlite') {
-    const file = join(tmpdir(), `idp-bench-${suffix}.sqlite3`);
-    const db = createDb(`sqlite:${file}`);
-    await migrateLatest(db);
-    return {
-      url: `sqlite:${file}`,
-      kind,
-      db,
-      async drop() {
-        await db.destroy();
-        for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
-      },
-    };
-  }
-  if (!serverUrl) throw new Error('a PostgreSQL URL is needed');
-  const name = `idp_bench_${suffix}`;
-  const admin = knexFactory({ client: 'pg', connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const db = createDb(url.toString());
-  await migrateLatest(db);
-  return {
-    url: url.toString(),
-    kind,
-    db,
-    async drop() {
-      await db.destroy();
-      await admin.raw(`drop database if exists ${name} with (force)`);
-      await admin.destroy();
-    },
-  };
+export function createBenchDatabase(kind: 'sqlite' | 'postgres', serverUrl?: string): Promise<BenchDatabase> {
+  return freshDatabase(kind, serverUrl, 'idp_bench');
 }
 
 export const PASSWORD = 'bench horse battery staple';
@@ -145,22 +104,17 @@ export async function seed(db: Knex, options: { groups: number; memberOf: number
   await insertGroupsBulk(db, 1, options.groups, [owner.id]);
   await spreadMemberships(db, apiUser.id, options.memberOf);
   const firstGroup = (await db('groups').orderBy('id').first('id')) as { id: number };
-  const { app, secret } = await createApplication(db, { userId: owner.id, ip: null }, firstGroup.id, {
-    name: 'Bench client',
-    homepageURL: 'https://bench.example',
-    description: 'The client server of the benchmark',
-    callbackURL: REDIRECT_URI,
-  });
-  const { token } = await createAccessToken(db, apiUser.id, { name: 'bench', scopes: ['groups:read-only'] });
+  const { clientId, clientSecret } = await makeApp(db, owner.id, firstGroup.id, { name: 'Bench client', callbackURL: REDIRECT_URI });
+  const haToken = await personalToken(db, apiUser.id, { name: 'bench', expiresInDays: null });
   const flowUsers = {
     real: await insertUsersBulk(db, 'bench-flow', options.flowUsers.real, realHash),
     noKdf: await insertUsersBulk(db, 'bench-nokdf', options.flowUsers.noKdf, await cheapArgon2Hash(PASSWORD)),
   };
   await analyze(db);
   return {
-    client: { clientId: app.client_id, clientSecret: secret.secret, redirectUri: REDIRECT_URI },
+    client: { clientId, clientSecret, redirectUri: REDIRECT_URI },
     apiUser: { id: apiUser.id, login: 'bench-api', password: PASSWORD },
-    haToken: token,
+    haToken,
     flowUsers,
     groups: options.groups,
   };

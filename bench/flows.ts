@@ -1,4 +1,4 @@
-import { csrfFrom, formAction } from '../test/helpers/browser-less.js';
+import { csrfFrom, formAction } from '../test/helpers/html.js';
 import { Browser, inParallel, send } from './http.js';
 
 /**

@@ -1,72 +1,130 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { createIdp, type Idp } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createIdp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { freshDatabase, TEST_REDIS_URL, type TestDatabase } from './db.js';
+import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
+/**
+ * The harness: each suite runs on every storage profile, against a real server on a fresh
+ * database of its own, over real HTTP.
+ */
 export type Profile = 'sqlite' | 'postgres+redis';
 
-export interface RunningIdp {
-  idp: Idp;
-  config: Config;
-  database: TestDatabase;
-  /** The base URL, e.g. http://127.0.0.1:40123 (also the issuer). */
-  url: string;
-  server: Server;
-  stop(): Promise<void>;
+export function profiles(): Profile[] {
+  return TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
 }
 
-/** The storage profiles a suite should run on: SQLite always, PostgreSQL + Redis when both are configured. */
-export function profiles(): Profile[] {
-  return process.env.TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
+/** Defines the suite once per profile (SQLite always, PostgreSQL + Redis when both are configured), titled `title (profile)`. */
+export function describeEachProfile(title: string, fn: (this: Mocha.Suite, profile: Profile) => void): void {
+  for (const profile of profiles()) {
+    describe(`${title} (${profile})`, function () {
+      fn.call(this, profile);
+    });
+  }
+}
+
+/** A fresh database of the profile's kind. */
+export function freshDatabaseFor(profile: Profile) {
+  return freshDatabase(profile === 'sqlite' ? 'sqlite' : 'postgres');
 }
 
 /**
- * A real server on a random loopback port with its own fresh database (and its own Redis key
- * prefix), so requests go over real HTTP and the issuer matches the address.
+ * A server on a free loopback port; the issuer is its address unless `env` says otherwise. A
+ * `shared` database is left in place when it stops, and instances given the same `keyPrefix`
+ * share their Redis state, as instances of one deployment do.
  */
-export async function startIdp(
-  profile: Profile = 'sqlite',
-  env: Record<string, string> = {},
-  existing?: TestDatabase,
-  /** Instances given the same prefix share their Redis state, as instances of one deployment do. */
-  sharedKeyPrefix?: string,
-): Promise<RunningIdp> {
-  const database = existing ?? (await freshDatabase(profile === 'sqlite' ? 'sqlite' : 'postgres'));
-  const server = (await import('node:http')).createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+export async function startIdp(profile: Profile = 'sqlite', env: Record<string, string> = {}, shared?: TestDatabase, keyPrefix = `idp-test:${randomBytes(4).toString('hex')}:`) {
+  const database = shared ?? (await freshDatabaseFor(profile));
+  const { server, url: local, close } = await listen();
   const config = loadConfig({
     NODE_ENV: 'test',
-    PORT: String(port),
-    ISSUER: `http://127.0.0.1:${port}`,
+    PORT: new URL(local).port,
+    ISSUER: local,
     DATABASE_URL: database.url,
     REDIS_URL: profile === 'postgres+redis' ? TEST_REDIS_URL : undefined,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const keyPrefix = sharedKeyPrefix ?? `idp-test:${randomBytes(4).toString('hex')}:`;
   const idp = await createIdp(config, { logger: createLogger(config.logLevel), redisKeyPrefix: keyPrefix });
   server.on('request', idp.app.callback());
   return {
     idp,
-    config,
+    db: idp.db,
     database,
-    url: config.issuer,
     server,
+    /** The issuer, e.g. http://127.0.0.1:40123 */
+    url: config.issuer,
+    /** Where the server listens, whatever the issuer says. */
+    local,
     async stop() {
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
-      if (idp.redis?.status === 'ready') {
-        const keys = await idp.redis.keys(`${keyPrefix}*`);
-        if (keys.length) await idp.redis.del(...keys);
-      }
+      await close();
+      const keys = idp.redis?.status === 'ready' ? await idp.redis.keys(`${keyPrefix}*`) : [];
+      if (keys.length) await idp.redis!.del(...keys);
       await idp.close();
-      if (!existing) await database.drop();
+      if (!shared) await database.drop();
     },
   };
+}
+
+export type RunningIdp = Awaited<ReturnType<typeof startIdp>>;
+
+/** The suite's server: started on a fresh database before its tests, stopped after them. */
+export function useIdp(profile: Profile, env: Record<string, string> = {}): RunningIdp {
+  return useHooks(() => startIdp(profile, env), (idp) => idp.stop());
+}
+
+/** The suite's fresh database of the profile's kind, dropped after its tests. */
+export function useDatabase(profile: Profile): TestDatabase {
+  return useHooks(() => freshDatabaseFor(profile), (database) => database.drop());
+}
+
+/** Opens a resource in `before` and closes it in `after`; the handle reads the open one. */
+function useHooks<T extends object>(open: () => Promise<T>, close: (resource: T) => Promise<void>): T {
+  let opened: T | undefined;
+  before(async () => {
+    opened = await open();
+  });
+  after(async () => {
+    if (opened) await close(opened);
+    opened = undefined;
+  });
+  return new Proxy({} as T, {
+    get(_, key) {
+      if (!opened) throw new Error(`read ${String(key)} before the suite's before hook opened it`);
+      return Reflect.get(opened, key);
+    },
+  });
+}
+
+/** An HTTP server on a free loopback port, its URL, and a close that also drops kept-alive connections. */
+export async function listen(handler?: RequestListener) {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A loopback port free a moment ago, for a program that must be told its port. */
+export async function freePort(): Promise<number> {
+  const { url, close } = await listen();
+  await close();
+  return Number(new URL(url).port);
+}
+
+/** Polls `ready` until it holds; fails with `why()` after `timeoutMs`. */
+export async function waitFor(ready: () => Promise<boolean>, why: () => string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(why());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { createAccessToken, type NewAccessToken } from '../../src/services/access-tokens.js';
 import { createApplication } from '../../src/services/apps.js';
 import { createGroup } from '../../src/services/groups.js';
 import { createUser } from '../../src/services/users.js';
@@ -8,16 +9,15 @@ import { createUser } from '../../src/services/users.js';
 const unique = () => randomBytes(4).toString('hex');
 
 export const PASSWORD = 'correct horse battery';
+/** The callback URL of the applications the tests register: nothing listens there, so a flow ends at the redirect. */
+export const CALLBACK = 'http://127.0.0.1:9999/callback';
+
+export type TestUser = Awaited<ReturnType<typeof makeUser>>;
 
 export async function makeUser(db: Knex, overrides: { username?: string; email?: string; name?: string; password?: string } = {}) {
-  const username = overrides.username ?? `user-${unique()}`;
-  const user = await createUser(db, {
-    username,
-    email: overrides.email ?? `${username}@example.test`,
-    name: overrides.name ?? 'Test User',
-    password: overrides.password ?? PASSWORD,
-  });
-  return { ...user, password: overrides.password ?? PASSWORD };
+  const { username = `user-${unique()}`, password = PASSWORD } = overrides;
+  const user = await createUser(db, { username, email: overrides.email ?? `${username}@example.test`, name: overrides.name ?? 'Test User', password });
+  return { ...user, password };
 }
 
 export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: string; path?: string } = {}) {
@@ -25,17 +25,28 @@ export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: s
   return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
 }
 
-export async function makeApp(
-  db: Knex,
-  ownerId: number,
-  groupId: number,
-  overrides: { callbackURL?: string; name?: string } = {},
-) {
+export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string } = {}) {
   const { app, secret } = await createApplication(db, { userId: ownerId, ip: null }, groupId, {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
     description: 'An application for tests',
-    callbackURL: overrides.callbackURL ?? 'http://127.0.0.1:9999/callback',
+    callbackURL: overrides.callbackURL ?? CALLBACK,
   });
   return { app, clientId: app.client_id, clientSecret: secret.secret, secretId: secret.id };
+}
+
+/** An application of a new group owned by `user` (a new user unless given), with what a client knows of it. */
+export async function makeClient(db: Knex, options: { user?: TestUser; name?: string; redirectUri?: string } = {}) {
+  const { user = await makeUser(db), name, redirectUri = CALLBACK } = options;
+  const group = await makeGroup(db, user.id);
+  const { clientId, clientSecret } = await makeApp(db, user.id, group.id, { callbackURL: redirectUri, name });
+  return { user, group, clientId, clientSecret, redirectUri };
+}
+
+export type Client = Awaited<ReturnType<typeof makeClient>>;
+
+/** An `ha_` token of `userId`, made by the service the pages and the CLI use. */
+export async function personalToken(db: Knex, userId: number, input: Partial<NewAccessToken> = {}): Promise<string> {
+  const { token } = await createAccessToken(db, userId, { name: 'test token', scopes: ['groups:read-only'], expiresInDays: 30, ...input });
+  return token;
 }

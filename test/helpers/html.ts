@@ -1,0 +1,46 @@
+/** What the tests read off the pages' HTML. */
+
+const CSRF_FIELD = /name="_csrf" value="([^"]+)"/;
+
+/** The page's CSRF token, or undefined when it has no form that carries one. */
+export function findCsrf(html: string): string | undefined {
+  return CSRF_FIELD.exec(html)?.[1];
+}
+
+export function csrfFrom(html: string): string {
+  const token = findCsrf(html);
+  if (!token) throw new Error('no CSRF token on the page');
+  return token;
+}
+
+/** The action of the page's form posting to an action containing `contains`. */
+export function formAction(html: string, contains: string): string {
+  const actions = [...html.matchAll(/<form[^>]*action="([^"]+)"/g)].map((m) => m[1]!);
+  const found = actions.find((a) => a.includes(contains));
+  if (!found) throw new Error(`no form posting to *${contains}* on the page: ${actions.join(', ')}`);
+  return found.replace(/&amp;/g, '&');
+}
+
+/** The text ejs escaped, back as plain text. */
+export function unescapeHtml(html: string): string {
+  return html.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#34;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+}
+
+/** The error shown next to form field `name` (views/_field.ejs, views/groups/_select.ejs), or undefined. */
+export function fieldError(html: string, name: string): string | undefined {
+  const field = new RegExp(`<div class="field has-error">\\s*<label for="${name}">[\\s\\S]*?<p class="field-error" role="alert">([^<]*)</p>`).exec(html);
+  return field?.[1] === undefined ? undefined : unescapeHtml(field[1]);
+}
+
+/** The value attribute of input `name`, or undefined when the input shows none. */
+export function inputValue(html: string, name: string): string | undefined {
+  const input = new RegExp(`<input id="${name}" name="${name}"[^>]*>`).exec(html)?.[0];
+  const value = input && /value="([^"]*)"/.exec(input)?.[1];
+  return typeof value === 'string' ? unescapeHtml(value) : undefined;
+}
+
+/** The page-level error message (error page or a form's problem), as plain text. */
+export function errorMessage(html: string): string | undefined {
+  const found = /data-testid="error-message">([^<]*)</.exec(html)?.[1];
+  return found === undefined ? undefined : unescapeHtml(found);
+}
