@@ -1,136 +1,131 @@
 import { expect } from 'chai';
 import { addMember } from '../../src/services/groups.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
-import { call, expectApiError, makeClient, oauthTokens, personalToken, type Client, type User } from './support.js';
+import { call, expectApiError } from '../helpers/api.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { makeClient, makeGroup, makeUser, personalToken, type Client, type TestUser } from '../helpers/factories.js';
+import { oauthTokens } from '../helpers/oauth.js';
 
-for (const profile of profiles()) {
-  describe(`API endpoints (${profile})`, () => {
-    let idp: RunningIdp;
-    let client: Client;
-    let user: User;
-    let pat: string;
+describeEachProfile('API endpoints', (profile) => {
+  const idp = useIdp(profile);
+  let client: Client;
+  let user: TestUser;
+  let pat: string;
 
-    before(async () => {
-      idp = await startIdp(profile);
-      client = await makeClient(idp);
-      user = await makeUser(idp.idp.db, { name: 'Ada <Lovelace>' });
-      pat = await personalToken(idp, user.id);
-    });
-    after(async () => {
-      await idp?.stop();
-    });
+  before(async () => {
+    client = await makeClient(idp.db);
+    user = await makeUser(idp.db, { name: 'Ada <Lovelace>' });
+    pat = await personalToken(idp.db, user.id);
+  });
 
-    describe('GET /apis/v2/user', () => {
-      it('leaves the email out for an ho_ token without the email scope', async () => {
-        const { accessToken } = await oauthTokens(idp, client, user, 'groups:read-only');
-        const res = await call(idp, '/apis/v2/user', { token: accessToken });
-        expect(res.status, res.text).to.equal(200);
-        expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>' } });
-      });
-
-      it('includes the email for an ho_ token with the email scope', async () => {
-        const { accessToken, scope } = await oauthTokens(idp, client, user, 'openid email groups:read-only');
-        expect(scope.split(' ')).to.include('email');
-        const res = await call(idp, '/apis/v2/user', { token: accessToken });
-        expect(res.status, res.text).to.equal(200);
-        expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
-      });
-
-      it('includes the email for an ha_ token (the user’s own)', async () => {
-        const res = await call(idp, '/apis/v2/user', { token: pat });
-        expect(res.status, res.text).to.equal(200);
-        expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
-      });
-
-      it('answers 401 invalid_token when the token’s user no longer exists', async () => {
-        const gone = await makeUser(idp.idp.db);
-        const token = await personalToken(idp, gone.id);
-        // Deleting the user cascades to their tokens; an OAuth token would outlive it, so check that path by hand.
-        const { accessToken } = await oauthTokens(idp, client, gone);
-        await idp.idp.db('users').where({ id: gone.id }).delete();
-        expectApiError(await call(idp, '/apis/v2/user', { token }), 401, 'invalid_token');
-        expectApiError(await call(idp, '/apis/v2/user', { token: accessToken }), 401, 'invalid_token');
-      });
+  describe('GET /apis/v2/user', () => {
+    it('leaves the email out for an ho_ token without the email scope', async () => {
+      const { accessToken } = await oauthTokens(idp.url, client, user, 'groups:read-only');
+      const res = await call(idp, '/apis/v2/user', { token: accessToken });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>' } });
     });
 
-    describe('GET /apis/v2/groups/{id}', () => {
-      it('returns a group of the user with its fields and the user’s role', async () => {
-        const owner = await makeUser(idp.idp.db);
-        const group = await makeGroup(idp.idp.db, owner.id, { name: 'Research' });
-        await addMember(idp.idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'maintainer' });
-        const res = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
-        expect(res.status, res.text).to.equal(200);
-        expect(Object.keys(res.body)).to.deep.equal(['data']);
-        expect(res.body.data).to.include({ id: group.id, name: 'Research', path: group.path, description: '', visibilityLevel: 'private', role: 'maintainer' });
-        expect(Object.keys(res.body.data).sort()).to.deep.equal(['createdAt', 'description', 'id', 'name', 'path', 'role', 'updatedAt', 'visibilityLevel']);
-        expect(new Date(res.body.data.createdAt).toISOString()).to.equal(res.body.data.createdAt);
-      });
-
-      it('answers 404 for a group the user is not in, and for no group at all, alike', async () => {
-        const other = await makeUser(idp.idp.db);
-        const group = await makeGroup(idp.idp.db, other.id);
-        const notMine = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
-        const none = await call(idp, '/apis/v2/groups/2147483647', { token: pat });
-        expectApiError(notMine, 404, 'not_found');
-        expectApiError(none, 404, 'not_found');
-        expect(notMine.body.error_description).to.equal(none.body.error_description);
-      });
-
-      for (const id of ['abc', '0', '-1', '1.5', '01', '99999999999']) {
-        it(`refuses the id "${id}" with 400 invalid_request naming id`, async () => {
-          const res = await call(idp, `/apis/v2/groups/${id}`, { token: pat });
-          expectApiError(res, 400, 'invalid_request');
-          expect(res.body.error_description).to.include('id');
-        });
-      }
+    it('includes the email for an ho_ token with the email scope', async () => {
+      const { accessToken, scope } = await oauthTokens(idp.url, client, user, 'openid email groups:read-only');
+      expect(scope.split(' ')).to.include('email');
+      const res = await call(idp, '/apis/v2/user', { token: accessToken });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
     });
 
-    describe('routes and methods', () => {
-      it('answers an unknown route under /apis/v2 with a JSON 404, signed in or not', async () => {
-        for (const token of [pat, undefined]) {
-          const res = await call(idp, '/apis/v2/no-such-thing', { token });
-          expectApiError(res, 404, 'not_found');
-        }
-        expectApiError(await call(idp, '/apis/v2', { token: pat }), 404, 'not_found');
-        expectApiError(await call(idp, '/apis/v2/groups/1/nothing', { token: pat }), 404, 'not_found');
-      });
+    it('includes the email for an ha_ token (the user’s own)', async () => {
+      const res = await call(idp, '/apis/v2/user', { token: pat });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
+    });
 
-      it('answers POST /apis/v2/groups with a JSON 405 and an Allow header', async () => {
-        const res = await call(idp, '/apis/v2/groups', {
-          token: pat,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: '{"name":"x"}',
-        });
-        expectApiError(res, 405, 'method_not_allowed');
-        expect(res.headers.get('allow')).to.include('GET');
-      });
-
-      it('refuses a non-JSON body with 415 before looking at the route', async () => {
-        const res = await call(idp, '/apis/v2/groups/1/oauth-apps', {
-          token: pat,
-          method: 'POST',
-          headers: { 'content-type': 'text/plain' },
-          body: 'name=x',
-        });
-        expectApiError(res, 415, 'unsupported_media_type');
-      });
-
-      it('echoes a sane X-Request-Id and replaces an insane one', async () => {
-        const sane = await call(idp, '/apis/v2/user', { token: pat, headers: { 'x-request-id': 'trace-123.abc' } });
-        expect(sane.headers.get('x-request-id')).to.equal('trace-123.abc');
-        const insane = await call(idp, '/apis/v2/user', { token: pat, headers: { 'x-request-id': 'a b<c>' } });
-        expect(insane.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
-      });
-
-      it('answers odd query strings with a 400, never a 500', async () => {
-        for (const query of ['?pageNumber=%ZZ', '?pageSize=%00', '?filter=%E0%A4%A', `?filter=${encodeURIComponent("' or 1=1 --")}`]) {
-          const res = await call(idp, `/apis/v2/groups${query}`, { token: pat });
-          expect(res.status, `${query}: ${res.text}`).to.be.oneOf([200, 400]);
-          expect(res.body).to.be.an('object');
-        }
-      });
+    it('answers 401 invalid_token when the token’s user no longer exists', async () => {
+      const gone = await makeUser(idp.db);
+      const token = await personalToken(idp.db, gone.id);
+      // Deleting the user cascades to their tokens; an OAuth token would outlive it, so check that path by hand.
+      const { accessToken } = await oauthTokens(idp.url, client, gone);
+      await idp.db('users').where({ id: gone.id }).delete();
+      expectApiError(await call(idp, '/apis/v2/user', { token }), 401, 'invalid_token');
+      expectApiError(await call(idp, '/apis/v2/user', { token: accessToken }), 401, 'invalid_token');
     });
   });
-}
+
+  describe('GET /apis/v2/groups/{id}', () => {
+    it('returns a group of the user with its fields and the user’s role', async () => {
+      const owner = await makeUser(idp.db);
+      const group = await makeGroup(idp.db, owner.id, { name: 'Research' });
+      await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'maintainer' });
+      const res = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
+      expect(res.status, res.text).to.equal(200);
+      expect(Object.keys(res.body)).to.deep.equal(['data']);
+      expect(res.body.data).to.include({ id: group.id, name: 'Research', path: group.path, description: '', visibilityLevel: 'private', role: 'maintainer' });
+      expect(Object.keys(res.body.data).sort()).to.deep.equal(['createdAt', 'description', 'id', 'name', 'path', 'role', 'updatedAt', 'visibilityLevel']);
+      expect(new Date(res.body.data.createdAt).toISOString()).to.equal(res.body.data.createdAt);
+    });
+
+    it('answers 404 for a group the user is not in, and for no group at all, alike', async () => {
+      const other = await makeUser(idp.db);
+      const group = await makeGroup(idp.db, other.id);
+      const notMine = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
+      const none = await call(idp, '/apis/v2/groups/2147483647', { token: pat });
+      expectApiError(notMine, 404, 'not_found');
+      expectApiError(none, 404, 'not_found');
+      expect(notMine.body.error_description).to.equal(none.body.error_description);
+    });
+
+    for (const id of ['abc', '0', '-1', '1.5', '01', '99999999999']) {
+      it(`refuses the id "${id}" with 400 invalid_request naming id`, async () => {
+        const res = await call(idp, `/apis/v2/groups/${id}`, { token: pat });
+        expectApiError(res, 400, 'invalid_request');
+        expect(res.body.error_description).to.include('id');
+      });
+    }
+  });
+
+  describe('routes and methods', () => {
+    it('answers an unknown route under /apis/v2 with a JSON 404, signed in or not', async () => {
+      for (const token of [pat, undefined]) {
+        const res = await call(idp, '/apis/v2/no-such-thing', { token });
+        expectApiError(res, 404, 'not_found');
+      }
+      expectApiError(await call(idp, '/apis/v2', { token: pat }), 404, 'not_found');
+      expectApiError(await call(idp, '/apis/v2/groups/1/nothing', { token: pat }), 404, 'not_found');
+    });
+
+    it('answers POST /apis/v2/groups with a JSON 405 and an Allow header', async () => {
+      const res = await call(idp, '/apis/v2/groups', {
+        token: pat,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"x"}',
+      });
+      expectApiError(res, 405, 'method_not_allowed');
+      expect(res.headers.get('allow')).to.include('GET');
+    });
+
+    it('refuses a non-JSON body with 415 before looking at the route', async () => {
+      const res = await call(idp, '/apis/v2/groups/1/oauth-apps', {
+        token: pat,
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: 'name=x',
+      });
+      expectApiError(res, 415, 'unsupported_media_type');
+    });
+
+    it('echoes a sane X-Request-Id and replaces an insane one', async () => {
+      const sane = await call(idp, '/apis/v2/user', { token: pat, headers: { 'x-request-id': 'trace-123.abc' } });
+      expect(sane.headers.get('x-request-id')).to.equal('trace-123.abc');
+      const insane = await call(idp, '/apis/v2/user', { token: pat, headers: { 'x-request-id': 'a b<c>' } });
+      expect(insane.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+    });
+
+    it('answers odd query strings with a 400, never a 500', async () => {
+      for (const query of ['?pageNumber=%ZZ', '?pageSize=%00', '?filter=%E0%A4%A', `?filter=${encodeURIComponent("' or 1=1 --")}`]) {
+        const res = await call(idp, `/apis/v2/groups${query}`, { token: pat });
+        expect(res.status, `${query}: ${res.text}`).to.be.oneOf([200, 400]);
+        expect(res.body).to.be.an('object');
+      }
+    });
+  });
+});

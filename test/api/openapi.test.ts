@@ -4,9 +4,10 @@ import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { call, makeClient, oauthTokens, personalToken, type ApiResponse } from './support.js';
+import { call, type ApiResponse } from '../helpers/api.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { makeApp, makeClient, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
+import { oauthTokens } from '../helpers/oauth.js';
 
 // ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -32,215 +33,209 @@ function inlineRefs(node: unknown, doc: Json): unknown {
   return Object.fromEntries(Object.entries(node as Json).map(([k, v]) => [k, inlineRefs(v, doc)]));
 }
 
-for (const profile of profiles()) {
-  describe(`API OpenAPI document (${profile})`, () => {
-    let idp: RunningIdp;
-    let doc: Json;
-    let ajv: Ajv2020;
+describeEachProfile('API OpenAPI document', (profile) => {
+  const idp = useIdp(profile);
+  let doc: Json;
+  let ajv: Ajv2020;
 
-    before(async () => {
-      idp = await startIdp(profile);
-      const res = await call(idp, '/apis/v2/openapi.json');
-      expect(res.status).to.equal(200);
-      doc = res.body;
-      // strict: an unknown keyword or format in the document is an error, not silently ignored.
-      ajv = new Ajv2020({ strict: true, allErrors: true });
-      addFormats(ajv);
-    });
-    after(async () => {
-      await idp?.stop();
-    });
+  before(async () => {
+    const res = await call(idp, '/apis/v2/openapi.json');
+    expect(res.status).to.equal(200);
+    doc = res.body;
+    // strict: an unknown keyword or format in the document is an error, not silently ignored.
+    ajv = new Ajv2020({ strict: true, allErrors: true });
+    addFormats(ajv);
+  });
 
-    /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
-    function expectDocumented(method: string, template: string, res: ApiResponse): void {
-      const operation = doc.paths?.[template]?.[method];
-      expect(operation, `${method.toUpperCase()} ${template} is documented`).to.be.an('object');
-      const response = operation.responses[String(res.status)] ?? operation.responses.default;
-      expect(response, `${method.toUpperCase()} ${template} documents status ${res.status} (${res.text})`).to.be.an('object');
-      if (res.status === 204) {
-        expect(res.text, 'a 204 has no body').to.equal('');
-        expect(response.content).to.equal(undefined);
-        for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
-          if (header.required !== false) expect(res.headers.get(name), name).to.be.a('string');
-        }
-        return;
-      }
-      const schema = response.content?.['application/json']?.schema;
-      expect(schema, `a JSON schema for ${res.status}`).to.be.an('object');
-      expect(res.headers.get('content-type')).to.match(/^application\/json/);
-      const validate = ajv.compile(inlineRefs(schema, doc) as Json);
-      const ok = validate(res.body);
-      expect(ok, `${method.toUpperCase()} ${template} ${res.status}: ${ajv.errorsText(validate.errors)}\n${res.text}`).to.equal(true);
+  /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
+  function expectDocumented(method: string, template: string, res: ApiResponse): void {
+    const operation = doc.paths?.[template]?.[method];
+    expect(operation, `${method.toUpperCase()} ${template} is documented`).to.be.an('object');
+    const response = operation.responses[String(res.status)] ?? operation.responses.default;
+    expect(response, `${method.toUpperCase()} ${template} documents status ${res.status} (${res.text})`).to.be.an('object');
+    if (res.status === 204) {
+      expect(res.text, 'a 204 has no body').to.equal('');
+      expect(response.content).to.equal(undefined);
       for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
-        // A header documented with `required: false` is sent in some cases only (its description says which).
-        if (header.required === false) continue;
-        expect(res.headers.get(name), `${method.toUpperCase()} ${template} ${res.status} sends the documented ${name} header`).to.be.a('string');
+        if (header.required !== false) expect(res.headers.get(name), name).to.be.a('string');
+      }
+      return;
+    }
+    const schema = response.content?.['application/json']?.schema;
+    expect(schema, `a JSON schema for ${res.status}`).to.be.an('object');
+    expect(res.headers.get('content-type')).to.match(/^application\/json/);
+    const validate = ajv.compile(inlineRefs(schema, doc) as Json);
+    const ok = validate(res.body);
+    expect(ok, `${method.toUpperCase()} ${template} ${res.status}: ${ajv.errorsText(validate.errors)}\n${res.text}`).to.equal(true);
+    for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
+      // A header documented with `required: false` is sent in some cases only (its description says which).
+      if (header.required === false) continue;
+      expect(res.headers.get(name), `${method.toUpperCase()} ${template} ${res.status} sends the documented ${name} header`).to.be.a('string');
+    }
+  }
+
+  it('serves a document that a real OpenAPI validator accepts', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors, JSON.stringify(result.errors, null, 2)).to.equal(undefined);
+    expect(result.valid).to.equal(true);
+    expect(validator.version).to.equal('3.1');
+  });
+
+  it('names this server’s /apis/v2 as its server URL', () => {
+    expect(doc.servers).to.deep.equal([{ url: `${idp.url}/apis/v2` }]);
+  });
+
+  it('serves the document without a token, as JSON', async () => {
+    const res = await call(idp, '/apis/v2/openapi.json');
+    expect(res.headers.get('content-type')).to.match(/^application\/json/);
+    expect(res.headers.get('www-authenticate')).to.equal(null);
+  });
+
+  it('has response schemas that compile under JSON Schema 2020-12 in strict mode', () => {
+    for (const [path, operations] of Object.entries(doc.paths as Json)) {
+      for (const [method, operation] of Object.entries(operations as Json)) {
+        for (const [status, response] of Object.entries((operation as Json).responses as Json)) {
+          const schema = (response as Json).content?.['application/json']?.schema;
+          if (status === '204') {
+            expect((response as Json).content, `${method} ${path} 204 has no body`).to.equal(undefined);
+            continue;
+          }
+          expect(schema, `${method} ${path} ${status} has a JSON schema`).to.be.an('object');
+          expect(() => ajv.compile(inlineRefs(schema, doc) as Json), `${method} ${path} ${status}`).not.to.throw();
+        }
       }
     }
+  });
 
-    it('serves a document that a real OpenAPI validator accepts', async () => {
-      const validator = new Validator();
-      const result = await validator.validate(doc);
-      expect(result.errors, JSON.stringify(result.errors, null, 2)).to.equal(undefined);
-      expect(result.valid).to.equal(true);
-      expect(validator.version).to.equal('3.1');
-    });
+  it('has schemas strict enough to catch a drifted response', () => {
+    const schema = doc.paths['/user'].get.responses['200'].content['application/json'].schema;
+    const validate = ajv.compile(inlineRefs(schema, doc) as Json);
+    expect(validate({ data: { id: 1, username: 'u', name: 'n' } })).to.equal(true);
+    expect(validate({ data: { id: 1, username: 'u', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
+    expect(validate({ data: { id: '1', username: 'u', name: 'n' } }), 'a string id').to.equal(false);
+    const group = ajv.compile(inlineRefs(doc.components.schemas.Group, doc) as Json);
+    const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
+    expect(group(valid)).to.equal(true);
+    expect(group({ ...valid, createdAt: 'yesterday' }), 'a date-time that is not one').to.equal(false);
+  });
 
-    it('names this server’s /apis/v2 as its server URL', () => {
-      expect(doc.servers).to.deep.equal([{ url: `${idp.url}/apis/v2` }]);
-    });
+  describe('live responses match the document', () => {
+    let fixture: {
+      pat: string;
+      patNoEmail: string;
+      openidOnly: string;
+      oauth: string;
+      groupId: number;
+      foreignGroupId: number;
+      /** A `groups:read-write` token of the owner of `foreignGroupId` and its applications. */
+      owner: string;
+      app: string;
+      fullApp: string;
+      doomedApp: string;
+      rotatingApp: string;
+      rotatingSecret: number;
+      /** An application of `groupId`, where the fixture's user is only a member. */
+      memberApp: string;
+    };
 
-    it('serves the document without a token, as JSON', async () => {
-      const res = await call(idp, '/apis/v2/openapi.json');
-      expect(res.headers.get('content-type')).to.match(/^application\/json/);
-      expect(res.headers.get('www-authenticate')).to.equal(null);
-    });
-
-    it('has response schemas that compile under JSON Schema 2020-12 in strict mode', () => {
-      for (const [path, operations] of Object.entries(doc.paths as Json)) {
-        for (const [method, operation] of Object.entries(operations as Json)) {
-          for (const [status, response] of Object.entries((operation as Json).responses as Json)) {
-            const schema = (response as Json).content?.['application/json']?.schema;
-            if (status === '204') {
-              expect((response as Json).content, `${method} ${path} 204 has no body`).to.equal(undefined);
-              continue;
-            }
-            expect(schema, `${method} ${path} ${status} has a JSON schema`).to.be.an('object');
-            expect(() => ajv.compile(inlineRefs(schema, doc) as Json), `${method} ${path} ${status}`).not.to.throw();
-          }
-        }
-      }
-    });
-
-    it('has schemas strict enough to catch a drifted response', () => {
-      const schema = doc.paths['/user'].get.responses['200'].content['application/json'].schema;
-      const validate = ajv.compile(inlineRefs(schema, doc) as Json);
-      expect(validate({ data: { id: 1, username: 'u', name: 'n' } })).to.equal(true);
-      expect(validate({ data: { id: 1, username: 'u', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
-      expect(validate({ data: { id: '1', username: 'u', name: 'n' } }), 'a string id').to.equal(false);
-      const group = ajv.compile(inlineRefs(doc.components.schemas.Group, doc) as Json);
-      const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
-      expect(group(valid)).to.equal(true);
-      expect(group({ ...valid, createdAt: 'yesterday' }), 'a date-time that is not one').to.equal(false);
-    });
-
-    describe('live responses match the document', () => {
-      let fixture: {
-        pat: string;
-        patNoEmail: string;
-        openidOnly: string;
-        oauth: string;
-        groupId: number;
-        foreignGroupId: number;
-        /** A `groups:read-write` token of the owner of `foreignGroupId` and its applications. */
-        owner: string;
-        app: string;
-        fullApp: string;
-        doomedApp: string;
-        rotatingApp: string;
-        rotatingSecret: number;
-        /** An application of `groupId`, where the fixture's user is only a member. */
-        memberApp: string;
+    before(async () => {
+      const db = idp.db;
+      const client = await makeClient(idp.db);
+      const user = await makeUser(db);
+      const owner = await makeUser(db);
+      const group = await makeGroup(db, owner.id, { name: 'Described' });
+      await addMember(db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+      await makeGroup(db, user.id);
+      const foreign = await makeGroup(db, owner.id);
+      const full = await makeApp(db, owner.id, foreign.id, { name: 'Two secrets' });
+      await generateClientSecret(db, { userId: owner.id, ip: null }, full.clientId);
+      const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
+      fixture = {
+        pat: await personalToken(idp.db, user.id),
+        patNoEmail: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'], expiresInDays: null }),
+        openidOnly: (await oauthTokens(idp.url, client, user, 'openid')).accessToken,
+        oauth: (await oauthTokens(idp.url, client, user, 'groups:read-only')).accessToken,
+        groupId: group.id,
+        foreignGroupId: foreign.id,
+        owner: await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] }),
+        app: (await makeApp(db, owner.id, foreign.id, { name: 'Described app' })).clientId,
+        fullApp: full.clientId,
+        doomedApp: (await makeApp(db, owner.id, foreign.id, { name: 'Doomed' })).clientId,
+        rotatingApp: rotating.clientId,
+        rotatingSecret: rotating.secretId,
+        memberApp: (await makeApp(db, owner.id, group.id, { name: 'Not the member’s' })).clientId,
       };
+    });
 
-      before(async () => {
-        const db = idp.idp.db;
-        const client = await makeClient(idp);
-        const user = await makeUser(db);
-        const owner = await makeUser(db);
-        const group = await makeGroup(db, owner.id, { name: 'Described' });
-        await addMember(db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
-        await makeGroup(db, user.id);
-        const foreign = await makeGroup(db, owner.id);
-        const full = await makeApp(db, owner.id, foreign.id, { name: 'Two secrets' });
-        await generateClientSecret(db, { userId: owner.id, ip: null }, full.clientId);
-        const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
-        fixture = {
-          pat: await personalToken(idp, user.id),
-          patNoEmail: await personalToken(idp, user.id, { scopes: ['groups:read-write'], expiresInDays: null }),
-          openidOnly: (await oauthTokens(idp, client, user, 'openid')).accessToken,
-          oauth: (await oauthTokens(idp, client, user, 'groups:read-only')).accessToken,
-          groupId: group.id,
-          foreignGroupId: foreign.id,
-          owner: await personalToken(idp, owner.id, { scopes: ['groups:read-write'] }),
-          app: (await makeApp(db, owner.id, foreign.id, { name: 'Described app' })).clientId,
-          fullApp: full.clientId,
-          doomedApp: (await makeApp(db, owner.id, foreign.id, { name: 'Doomed' })).clientId,
-          rotatingApp: rotating.clientId,
-          rotatingSecret: rotating.secretId,
-          memberApp: (await makeApp(db, owner.id, group.id, { name: 'Not the member’s' })).clientId,
-        };
-      });
+    type Method = 'get' | 'post' | 'patch' | 'delete';
+    const newApp = { name: 'Documented', homepageURL: 'https://doc.example.test', description: 'd', callbackURL: 'https://doc.example.test/cb' };
+    const cases: Array<{ name: string; method: Method; template: string; path: () => string; token?: () => string; body?: unknown; contentType?: string; status: number }> = [
+      { name: 'list of groups (ha_)', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.pat, status: 200 },
+      { name: 'list of groups (ho_)', method: 'get', template: '/groups', path: () => '/groups?pageSize=1&pageNumber=2', token: () => fixture.oauth, status: 200 },
+      { name: 'empty page of groups', method: 'get', template: '/groups', path: () => '/groups?pageNumber=99', token: () => fixture.pat, status: 200 },
+      { name: 'filtered groups', method: 'get', template: '/groups', path: () => '/groups?filter=described', token: () => fixture.pat, status: 200 },
+      { name: 'bad pageSize', method: 'get', template: '/groups', path: () => '/groups?pageSize=0', token: () => fixture.pat, status: 400 },
+      { name: 'no token', method: 'get', template: '/groups', path: () => '/groups', status: 401 },
+      { name: 'a token without the scope', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.openidOnly, status: 403 },
+      { name: 'one group', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.pat, status: 200 },
+      { name: 'one group (read-write token)', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.patNoEmail, status: 200 },
+      { name: 'a bad group id', method: 'get', template: '/groups/{id}', path: () => '/groups/abc', token: () => fixture.pat, status: 400 },
+      { name: 'an unknown token', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => 'ha_000000000000000000000000000000000000', status: 401 },
+      { name: 'a token without the scope', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.openidOnly, status: 403 },
+      { name: 'a group of others', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.foreignGroupId}`, token: () => fixture.pat, status: 404 },
+      { name: 'the user (ha_, with email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.pat, status: 200 },
+      { name: 'the user (ho_ openid only, no email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.openidOnly, status: 200 },
+      { name: 'no token', method: 'get', template: '/user', path: () => '/user', status: 401 },
 
-      type Method = 'get' | 'post' | 'patch' | 'delete';
-      const newApp = { name: 'Documented', homepageURL: 'https://doc.example.test', description: 'd', callbackURL: 'https://doc.example.test/cb' };
-      const cases: Array<{ name: string; method: Method; template: string; path: () => string; token?: () => string; body?: unknown; contentType?: string; status: number }> = [
-        { name: 'list of groups (ha_)', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.pat, status: 200 },
-        { name: 'list of groups (ho_)', method: 'get', template: '/groups', path: () => '/groups?pageSize=1&pageNumber=2', token: () => fixture.oauth, status: 200 },
-        { name: 'empty page of groups', method: 'get', template: '/groups', path: () => '/groups?pageNumber=99', token: () => fixture.pat, status: 200 },
-        { name: 'filtered groups', method: 'get', template: '/groups', path: () => '/groups?filter=described', token: () => fixture.pat, status: 200 },
-        { name: 'bad pageSize', method: 'get', template: '/groups', path: () => '/groups?pageSize=0', token: () => fixture.pat, status: 400 },
-        { name: 'no token', method: 'get', template: '/groups', path: () => '/groups', status: 401 },
-        { name: 'a token without the scope', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.openidOnly, status: 403 },
-        { name: 'one group', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.pat, status: 200 },
-        { name: 'one group (read-write token)', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.patNoEmail, status: 200 },
-        { name: 'a bad group id', method: 'get', template: '/groups/{id}', path: () => '/groups/abc', token: () => fixture.pat, status: 400 },
-        { name: 'an unknown token', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => 'ha_000000000000000000000000000000000000', status: 401 },
-        { name: 'a token without the scope', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.openidOnly, status: 403 },
-        { name: 'a group of others', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.foreignGroupId}`, token: () => fixture.pat, status: 404 },
-        { name: 'the user (ha_, with email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.pat, status: 200 },
-        { name: 'the user (ho_ openid only, no email)', method: 'get', template: '/user', path: () => '/user', token: () => fixture.openidOnly, status: 200 },
-        { name: 'no token', method: 'get', template: '/user', path: () => '/user', status: 401 },
+      { name: 'a group’s applications', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps?pageSize=2`, token: () => fixture.owner, status: 200 },
+      { name: 'bad pageNumber', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps?pageNumber=0`, token: () => fixture.owner, status: 400 },
+      { name: 'no token', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, status: 401 },
+      { name: 'a member, not an owner', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'a read-only token', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.pat, status: 403 },
+      { name: 'a group of others', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.patNoEmail, status: 404 },
+      { name: 'a new application', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: newApp, status: 201 },
+      { name: 'an unknown field', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, secret: 'x' }, status: 400 },
+      { name: 'a member, not an owner', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.patNoEmail, body: newApp, status: 403 },
+      { name: 'a group of others', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.patNoEmail, body: newApp, status: 404 },
+      { name: 'a form body', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: 'name=x', contentType: 'application/x-www-form-urlencoded', status: 415 },
+      { name: 'a body above 64 KiB', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, description: 'd'.repeat(70_000) }, status: 413 },
+      { name: 'one application', method: 'get', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.fullApp}`, token: () => fixture.owner, status: 200 },
+      { name: 'a member, not an owner', method: 'get', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.memberApp}`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'an unknown application', method: 'get', template: '/oauth-apps/{clientID}', path: () => '/oauth-apps/nothing-here', token: () => fixture.owner, status: 404 },
+      { name: 'an edit', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.owner, body: { description: 'Edited' }, status: 200 },
+      { name: 'a bad callback', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.owner, body: { callbackURL: 'http://doc.example.test/cb' }, status: 400 },
+      { name: 'an application of others', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.patNoEmail, body: { name: 'x' }, status: 404 },
+      { name: 'a deletion', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 204 },
+      { name: 'an unknown application', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 404 },
+      { name: 'a new secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.app}/secrets`, token: () => fixture.owner, status: 201 },
+      { name: 'a third secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.fullApp}/secrets`, token: () => fixture.owner, status: 409 },
+      { name: 'a member, not an owner', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.memberApp}/secrets`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'a revocation', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 204 },
+      { name: 'a revoked secret', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 404 },
+      { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
+    ];
 
-        { name: 'a group’s applications', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps?pageSize=2`, token: () => fixture.owner, status: 200 },
-        { name: 'bad pageNumber', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps?pageNumber=0`, token: () => fixture.owner, status: 400 },
-        { name: 'no token', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, status: 401 },
-        { name: 'a member, not an owner', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.patNoEmail, status: 403 },
-        { name: 'a read-only token', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.pat, status: 403 },
-        { name: 'a group of others', method: 'get', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.patNoEmail, status: 404 },
-        { name: 'a new application', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: newApp, status: 201 },
-        { name: 'an unknown field', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, secret: 'x' }, status: 400 },
-        { name: 'a member, not an owner', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.groupId}/oauth-apps`, token: () => fixture.patNoEmail, body: newApp, status: 403 },
-        { name: 'a group of others', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.patNoEmail, body: newApp, status: 404 },
-        { name: 'a form body', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: 'name=x', contentType: 'application/x-www-form-urlencoded', status: 415 },
-        { name: 'a body above 64 KiB', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, description: 'd'.repeat(70_000) }, status: 413 },
-        { name: 'one application', method: 'get', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.fullApp}`, token: () => fixture.owner, status: 200 },
-        { name: 'a member, not an owner', method: 'get', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.memberApp}`, token: () => fixture.patNoEmail, status: 403 },
-        { name: 'an unknown application', method: 'get', template: '/oauth-apps/{clientID}', path: () => '/oauth-apps/nothing-here', token: () => fixture.owner, status: 404 },
-        { name: 'an edit', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.owner, body: { description: 'Edited' }, status: 200 },
-        { name: 'a bad callback', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.owner, body: { callbackURL: 'http://doc.example.test/cb' }, status: 400 },
-        { name: 'an application of others', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.patNoEmail, body: { name: 'x' }, status: 404 },
-        { name: 'a deletion', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 204 },
-        { name: 'an unknown application', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 404 },
-        { name: 'a new secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.app}/secrets`, token: () => fixture.owner, status: 201 },
-        { name: 'a third secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.fullApp}/secrets`, token: () => fixture.owner, status: 409 },
-        { name: 'a member, not an owner', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.memberApp}/secrets`, token: () => fixture.patNoEmail, status: 403 },
-        { name: 'a revocation', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 204 },
-        { name: 'a revoked secret', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 404 },
-        { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
-      ];
-
-      for (const c of cases) {
-        it(`${c.method.toUpperCase()} ${c.template} ${c.status}: ${c.name}`, async () => {
-          const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
-          const res = await call(idp, `/apis/v2${c.path()}`, {
-            token: c.token?.(),
-            method: c.method.toUpperCase(),
-            ...(body === undefined ? {} : { headers: { 'content-type': c.contentType ?? 'application/json' }, body }),
-          });
-          expect(res.status, res.text).to.equal(c.status);
-          expectDocumented(c.method, c.template, res);
+    for (const c of cases) {
+      it(`${c.method.toUpperCase()} ${c.template} ${c.status}: ${c.name}`, async () => {
+        const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
+        const res = await call(idp, `/apis/v2${c.path()}`, {
+          token: c.token?.(),
+          method: c.method.toUpperCase(),
+          ...(body === undefined ? {} : { headers: { 'content-type': c.contentType ?? 'application/json' }, body }),
         });
-      }
-
-      it('covers a success (200, 201 or 204) of every documented operation', () => {
-        for (const [template, operations] of Object.entries(doc.paths as Json)) {
-          for (const method of Object.keys(operations as Json)) {
-            const covered = cases.some((c) => c.template === template && c.method === method && [200, 201, 204].includes(c.status));
-            expect(covered, `a contract case for ${method.toUpperCase()} ${template}`).to.equal(true);
-          }
-        }
+        expect(res.status, res.text).to.equal(c.status);
+        expectDocumented(c.method, c.template, res);
       });
+    }
+
+    it('covers a success (200, 201 or 204) of every documented operation', () => {
+      for (const [template, operations] of Object.entries(doc.paths as Json)) {
+        for (const method of Object.keys(operations as Json)) {
+          const covered = cases.some((c) => c.template === template && c.method === method && [200, 201, 204].includes(c.status));
+          expect(covered, `a contract case for ${method.toUpperCase()} ${template}`).to.equal(true);
+        }
+      }
     });
   });
-}
+});
