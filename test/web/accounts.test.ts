@@ -1,192 +1,165 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import request from 'supertest';
 import { isUniqueViolation } from '../../src/db/knex.js';
-import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
-import { databaseKinds, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { describeEachProfile, useDatabase, useIdp } from '../helpers/app.js';
+import { Browser, visit } from '../helpers/browser.js';
 import { makeUser, PASSWORD } from '../helpers/factories.js';
-import { browser, errorMessage, fieldError, inputValue } from './support.js';
+import { errorMessage, fieldError, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
 
-for (const profile of profiles()) {
-  describe(`account pages (${profile})`, () => {
-    let idp: RunningIdp;
-    before(async () => {
-      idp = await startIdp(profile);
-    });
-    after(async () => {
-      await idp?.stop();
-    });
+describeEachProfile('account pages', (profile) => {
+  const idp = useIdp(profile);
 
-    const countUsers = async () => Number(((await idp.idp.db('users').count({ n: '*' }).first()) as { n: number | string }).n);
+  const countUsers = async () => Number(((await idp.db('users').count({ n: '*' }).first()) as { n: number | string }).n);
 
-    describe('sign up', () => {
-      it('creates the account, signs in and lands on /groups', async () => {
-        const client = await browser(idp.url, '/signup');
-        const username = `new-${unique()}`;
-        await client
-          .submit('/signup', { username, email: `${username}@example.test`, name: 'New Person', password: PASSWORD })
-          .expect(302)
-          .expect('Location', '/groups');
-        const groups = await client.agent.get('/groups').expect(200);
-        expect(groups.text).to.include(`title="Signed in as ${username}"`);
-        expect(groups.text).to.include('Sign out');
-      });
-
-      it('re-shows the form naming the username when it is taken in another case, keeping the typed values but not the password', async () => {
-        const existing = await makeUser(idp.idp.db, { username: `Taken-${unique()}` });
-        const client = await browser(idp.url, '/signup');
-        const typed = { username: existing.username.toUpperCase(), email: `other-${unique()}@example.test`, name: 'Someone Else', password: 'a-secret-typed-password' };
-        const res = await client.submit('/signup', typed).expect(409);
-        expect(fieldError(res.text, 'username')).to.include('already taken');
-        expect(fieldError(res.text, 'email')).to.equal(undefined);
-        expect(inputValue(res.text, 'username')).to.equal(typed.username);
-        expect(inputValue(res.text, 'email')).to.equal(typed.email);
-        expect(inputValue(res.text, 'name')).to.equal(typed.name);
-        expect(res.text).not.to.include(typed.password);
-      });
-
-      it('re-shows the form naming the email when it is taken in another case, keeping the typed values but not the password', async () => {
-        const existing = await makeUser(idp.idp.db);
-        const client = await browser(idp.url, '/signup');
-        const typed = { username: `fresh-${unique()}`, email: existing.email.toUpperCase(), name: 'Someone Else', password: 'a-secret-typed-password' };
-        const res = await client.submit('/signup', typed).expect(409);
-        expect(fieldError(res.text, 'email')).to.include('already taken');
-        expect(fieldError(res.text, 'username')).to.equal(undefined);
-        expect(inputValue(res.text, 'username')).to.equal(typed.username);
-        expect(inputValue(res.text, 'email')).to.equal(typed.email);
-        expect(res.text).not.to.include(typed.password);
-      });
-
-      it('refuses a username with characters outside [a-zA-Z0-9-_.]', async () => {
-        const before = await countUsers();
-        const client = await browser(idp.url, '/signup');
-        const res = await client
-          .submit('/signup', { username: 'bad name!', email: `bad-${unique()}@example.test`, name: '', password: PASSWORD })
-          .expect(400);
-        expect(fieldError(res.text, 'username')).to.include('username may contain only letters, digits');
-        expect(inputValue(res.text, 'username')).to.equal('bad name!');
-        expect(await countUsers()).to.equal(before);
-      });
-
-      it('refuses a name longer than 100 characters', async () => {
-        const before = await countUsers();
-        const client = await browser(idp.url, '/signup');
-        const username = `long-${unique()}`;
-        const res = await client
-          .submit('/signup', { username, email: `${username}@example.test`, name: 'x'.repeat(101), password: PASSWORD })
-          .expect(400);
-        expect(fieldError(res.text, 'name')).to.equal('name must be at most 100 characters');
-        expect(await countUsers()).to.equal(before);
-      });
+  describe('sign up', () => {
+    it('creates the account, signs in and lands on /groups', async () => {
+      const client = await visit(idp.url, '/signup');
+      const username = `new-${unique()}`;
+      await client
+        .submit('/signup', { username, email: `${username}@example.test`, name: 'New Person', password: PASSWORD })
+        .expect(302, '/groups');
+      const groups = await client.get('/groups').expect(200);
+      expect(groups.text).to.include(`title="Signed in as ${username}"`);
+      expect(groups.text).to.include('Sign out');
     });
 
-    describe('sign in', () => {
-      it('signs in with the username', async () => {
-        const user = await makeUser(idp.idp.db);
-        const client = await browser(idp.url);
-        await client.submit('/login', { login: user.username, password: user.password }).expect(302).expect('Location', '/groups');
-        const res = await client.agent.get('/groups').expect(200);
-        expect(res.text).to.include(`title="Signed in as ${user.username}"`);
-      });
-
-      it('signs in with the email', async () => {
-        const user = await makeUser(idp.idp.db);
-        const client = await browser(idp.url);
-        await client.submit('/login', { login: user.email, password: user.password }).expect(302).expect('Location', '/groups');
-        const res = await client.agent.get('/groups').expect(200);
-        expect(res.text).to.include(`title="Signed in as ${user.username}"`);
-      });
-
-      it('answers a wrong password with a 401 page that says so and keeps the login', async () => {
-        const user = await makeUser(idp.idp.db);
-        const client = await browser(idp.url);
-        const res = await client.submit('/login', { login: user.username, password: 'not the password' }).expect(401);
-        expect(fieldError(res.text, 'login')).to.equal('Incorrect username, email or password.');
-        expect(inputValue(res.text, 'login')).to.equal(user.username);
-        expect(res.text).not.to.include('not the password');
-        await client.agent.get('/groups').expect(302).expect('Location', '/login?return_to=%2Fgroups');
-      });
+    it('re-shows the form naming the username when it is taken in another case, keeping the typed values but not the password', async () => {
+      const existing = await makeUser(idp.db, { username: `Taken-${unique()}` });
+      const client = await visit(idp.url, '/signup');
+      const typed = { username: existing.username.toUpperCase(), email: `other-${unique()}@example.test`, name: 'Someone Else', password: 'a-secret-typed-password' };
+      const res = await client.submit('/signup', typed).expect(409);
+      expect(fieldError(res.text, 'username')).to.include('already taken');
+      expect(fieldError(res.text, 'email')).to.equal(undefined);
+      expect(inputValue(res.text, 'username')).to.equal(typed.username);
+      expect(inputValue(res.text, 'email')).to.equal(typed.email);
+      expect(inputValue(res.text, 'name')).to.equal(typed.name);
+      expect(res.text).not.to.include(typed.password);
     });
 
-    describe('CSRF', () => {
-      it('refuses a sign-in without a CSRF token', async () => {
-        const user = await makeUser(idp.idp.db);
-        const client = await browser(idp.url);
-        await client.agent.post('/login').type('form').send({ login: user.username, password: user.password }).expect(403);
-        await client.agent.get('/groups').expect(302);
-      });
+    it('re-shows the form naming the email when it is taken in another case, keeping the typed values but not the password', async () => {
+      const existing = await makeUser(idp.db);
+      const client = await visit(idp.url, '/signup');
+      const typed = { username: `fresh-${unique()}`, email: existing.email.toUpperCase(), name: 'Someone Else', password: 'a-secret-typed-password' };
+      const res = await client.submit('/signup', typed).expect(409);
+      expect(fieldError(res.text, 'email')).to.include('already taken');
+      expect(fieldError(res.text, 'username')).to.equal(undefined);
+      expect(inputValue(res.text, 'username')).to.equal(typed.username);
+      expect(inputValue(res.text, 'email')).to.equal(typed.email);
+      expect(res.text).not.to.include(typed.password);
+    });
 
-      it('refuses a sign-in with a wrong CSRF token', async () => {
-        const user = await makeUser(idp.idp.db);
-        const client = await browser(idp.url);
-        const wrong = client.csrf.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
-        await client.agent.post('/login').type('form').send({ login: user.username, password: user.password, _csrf: wrong }).expect(403);
-        await client.agent.get('/groups').expect(302);
-      });
+    it('refuses a username with characters outside [a-zA-Z0-9-_.]', async () => {
+      const before = await countUsers();
+      const client = await visit(idp.url, '/signup');
+      const res = await client
+        .submit('/signup', { username: 'bad name!', email: `bad-${unique()}@example.test`, name: '', password: PASSWORD })
+        .expect(400);
+      expect(fieldError(res.text, 'username')).to.include('username may contain only letters, digits');
+      expect(inputValue(res.text, 'username')).to.equal('bad name!');
+      expect(await countUsers()).to.equal(before);
+    });
 
-      it('refuses a sign-up without a CSRF token and creates no account', async () => {
-        const username = `nocsrf-${unique()}`;
-        const res = await request
-          .agent(idp.url)
-          .post('/signup')
-          .type('form')
-          .send({ username, email: `${username}@example.test`, password: PASSWORD })
-          .expect(403);
-        expect(errorMessage(res.text)).to.include('did not come from this site');
-        expect(await idp.idp.db('users').where({ username_key: username }).first()).to.equal(undefined);
-      });
-
-      it('refuses a sign-up whose CSRF token belongs to another visitor and creates no account', async () => {
-        const other = await browser(idp.url, '/signup');
-        const client = await browser(idp.url, '/signup');
-        const username = `foreign-${unique()}`;
-        await client.agent
-          .post('/signup')
-          .type('form')
-          .send({ username, email: `${username}@example.test`, password: PASSWORD, _csrf: other.csrf })
-          .expect(403);
-        expect(await idp.idp.db('users').where({ username_key: username }).first()).to.equal(undefined);
-      });
+    it('refuses a name longer than 100 characters', async () => {
+      const before = await countUsers();
+      const client = await visit(idp.url, '/signup');
+      const username = `long-${unique()}`;
+      const res = await client
+        .submit('/signup', { username, email: `${username}@example.test`, name: 'x'.repeat(101), password: PASSWORD })
+        .expect(400);
+      expect(fieldError(res.text, 'name')).to.equal('name must be at most 100 characters');
+      expect(await countUsers()).to.equal(before);
     });
   });
-}
 
-for (const kind of databaseKinds()) {
-  describe(`users schema (${kind})`, () => {
-    let database: TestDatabase;
-    before(async () => {
-      database = await freshDatabase(kind);
-    });
-    after(async () => {
-      await database?.drop();
+  describe('sign in', () => {
+    it('signs in with the username', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url);
+      await client.submit('/login', { login: user.username, password: user.password }).expect(302, '/groups');
+      const res = await client.get('/groups').expect(200);
+      expect(res.text).to.include(`title="Signed in as ${user.username}"`);
     });
 
-    const row = (username: string, email: string) => ({
-      username,
-      username_key: username.toLowerCase(),
-      email,
-      email_key: email.toLowerCase(),
-      name: '',
-      password_hash: 'x',
-      created_at: new Date().toISOString(),
-      updated_at: new Date().toISOString(),
+    it('signs in with the email', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url);
+      await client.submit('/login', { login: user.email, password: user.password }).expect(302, '/groups');
+      const res = await client.get('/groups').expect(200);
+      expect(res.text).to.include(`title="Signed in as ${user.username}"`);
     });
 
-    it('rejects a second username that differs only in case, written straight through knex', async () => {
-      const name = `Case-${unique()}`;
-      await database.db('users').insert(row(name, `${unique()}@example.test`));
-      await assert.rejects(database.db('users').insert(row(name.toUpperCase(), `${unique()}@example.test`)), isUniqueViolation);
-      const stored = await database.db('users').where({ username_key: name.toLowerCase() }).count({ n: '*' }).first();
-      expect(Number((stored as { n: number | string }).n)).to.equal(1);
-    });
-
-    it('rejects a second email that differs only in case, written straight through knex', async () => {
-      const email = `Mail-${unique()}@Example.test`;
-      await database.db('users').insert(row(`a-${unique()}`, email));
-      await assert.rejects(database.db('users').insert(row(`b-${unique()}`, email.toUpperCase())), isUniqueViolation);
+    it('answers a wrong password with a 401 page that says so and keeps the login', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url);
+      const res = await client.submit('/login', { login: user.username, password: 'not the password' }).expect(401);
+      expect(fieldError(res.text, 'login')).to.equal('Incorrect username, email or password.');
+      expect(inputValue(res.text, 'login')).to.equal(user.username);
+      expect(res.text).not.to.include('not the password');
+      await client.get('/groups').expect(302, '/login?return_to=%2Fgroups');
     });
   });
-}
+
+  describe('CSRF', () => {
+    it('refuses a sign-in without a CSRF token', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url);
+      await client.postForm('/login', { login: user.username, password: user.password }).expect(403);
+      await client.get('/groups').expect(302);
+    });
+
+    it('refuses a sign-in with a wrong CSRF token', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url);
+      const wrong = client.csrf.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
+      await client.postForm('/login', { login: user.username, password: user.password, _csrf: wrong }).expect(403);
+      await client.get('/groups').expect(302);
+    });
+
+    it('refuses a sign-up without a CSRF token and creates no account', async () => {
+      const username = `nocsrf-${unique()}`;
+      const res = await new Browser(idp.url).postForm('/signup', { username, email: `${username}@example.test`, password: PASSWORD }).expect(403);
+      expect(errorMessage(res.text)).to.include('did not come from this site');
+      expect(await idp.db('users').where({ username_key: username }).first()).to.equal(undefined);
+    });
+
+    it('refuses a sign-up whose CSRF token belongs to another visitor and creates no account', async () => {
+      const other = await visit(idp.url, '/signup');
+      const client = await visit(idp.url, '/signup');
+      const username = `foreign-${unique()}`;
+      await client.postForm('/signup', { username, email: `${username}@example.test`, password: PASSWORD, _csrf: other.csrf }).expect(403);
+      expect(await idp.db('users').where({ username_key: username }).first()).to.equal(undefined);
+    });
+  });
+});
+
+describeEachProfile('users schema', (profile) => {
+  const database = useDatabase(profile);
+
+  const row = (username: string, email: string) => ({
+    username,
+    username_key: username.toLowerCase(),
+    email,
+    email_key: email.toLowerCase(),
+    name: '',
+    password_hash: 'x',
+    created_at: new Date().toISOString(),
+    updated_at: new Date().toISOString(),
+  });
+
+  it('rejects a second username that differs only in case, written straight through knex', async () => {
+    const name = `Case-${unique()}`;
+    await database.db('users').insert(row(name, `${unique()}@example.test`));
+    await assert.rejects(database.db('users').insert(row(name.toUpperCase(), `${unique()}@example.test`)), isUniqueViolation);
+    const stored = await database.db('users').where({ username_key: name.toLowerCase() }).count({ n: '*' }).first();
+    expect(Number((stored as { n: number | string }).n)).to.equal(1);
+  });
+
+  it('rejects a second email that differs only in case, written straight through knex', async () => {
+    const email = `Mail-${unique()}@Example.test`;
+    await database.db('users').insert(row(`a-${unique()}`, email));
+    await assert.rejects(database.db('users').insert(row(`b-${unique()}`, email.toUpperCase())), isUniqueViolation);
+  });
+});

@@ -1,474 +1,444 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import request from 'supertest';
 import { findRole, type GroupRow } from '../../src/db/groups.js';
 import { addMember } from '../../src/services/groups.js';
-import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
-import { browser, errorMessage, fieldError, inputValue, signedIn, type Browser } from './support.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { Browser, signIn, visit } from '../helpers/browser.js';
+import { makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { errorMessage, fieldError, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
 const SCRIPT = '<script>alert(1)</script>';
 
-for (const profile of profiles()) {
-  describe(`groups pages (${profile})`, () => {
-    let idp: RunningIdp;
-    before(async () => {
-      idp = await startIdp(profile);
-    });
-    after(async () => {
-      await idp?.stop();
-    });
+describeEachProfile('groups pages', (profile) => {
+  const idp = useIdp(profile);
 
-    const db = () => idp.idp.db;
-    type User = Awaited<ReturnType<typeof makeUser>>;
+  /** An owner signed in, their group, and (optionally) other members with their roles. */
+  async function groupWithOwner() {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    const client = await signIn(idp.url, owner);
+    return { owner, group, client };
+  }
 
-    /** An owner signed in, their group, and (optionally) other members with their roles. */
-    async function groupWithOwner() {
-      const owner = await makeUser(db());
-      const group = await makeGroup(db(), owner.id);
-      const client = await signedIn(idp.url, owner);
-      return { owner, group, client };
-    }
+  async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
+    const user = await makeUser(idp.db);
+    await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+    return user;
+  }
 
-    async function join(group: GroupRow, owner: User, role: 'owner' | 'maintainer' | 'member'): Promise<User> {
-      const user = await makeUser(db());
-      await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role });
-      return user;
-    }
+  const rolesOf = async (groupId: number) =>
+    Object.fromEntries(
+      ((await idp.db('memberships').where({ group_id: groupId }).select('user_id', 'role')) as Array<{ user_id: number; role: string }>).map(
+        (m) => [m.user_id, m.role],
+      ),
+    );
+  const auditCount = async (groupId: number) =>
+    Number(((await idp.db('audit_events').where({ group_id: groupId }).count({ n: '*' }).first()) as { n: number | string }).n);
+  const groupRow = async (groupId: number) => (await idp.db('groups').where({ id: groupId }).first()) as GroupRow;
 
-    const rolesOf = async (groupId: number) =>
-      Object.fromEntries(
-        ((await db()('memberships').where({ group_id: groupId }).select('user_id', 'role')) as Array<{ user_id: number; role: string }>).map(
-          (m) => [m.user_id, m.role],
-        ),
-      );
-    const auditCount = async (groupId: number) =>
-      Number(((await db()('audit_events').where({ group_id: groupId }).count({ n: '*' }).first()) as { n: number | string }).n);
-    const groupRow = async (groupId: number) => (await db()('groups').where({ id: groupId }).first()) as GroupRow;
-
-    describe('groups list and new group', () => {
-      it('lists my groups with my role and a New group button', async () => {
-        const { group, client } = await groupWithOwner();
-        const res = await client.agent.get('/groups').expect(200);
-        expect(res.text).to.include(`href="/groups/${group.path}"`);
-        expect(res.text).to.include('<span class="badge">owner</span>');
-        expect(res.text).to.include('href="/groups/new"');
-      });
-
-      it('shows the new group form with Name, Path, Description, Visibility and Create group', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const res = await client.agent.get('/groups/new').expect(200);
-        for (const label of ['>Name<', '>Path<', '>Description<', '>Visibility<', 'Create group']) expect(res.text).to.include(label);
-        expect(res.text).to.match(/<option value="private" selected>/);
-      });
-
-      it('creates a group whose creator is its owner and sees Settings', async () => {
-        const user = await makeUser(db());
-        const client = await signedIn(idp.url, user);
-        const path = `team-${unique()}`;
-        await client
-          .submit('/groups/new', { name: 'The Team', path, description: 'We build things', visibilityLevel: 'internal' })
-          .expect(302)
-          .expect('Location', `/groups/${path}?notice=created`);
-        const page = await client.agent.get(`/groups/${path}`).expect(200);
-        expect(page.text).to.include('The Team');
-        expect(page.text).to.include('We build things');
-        expect(page.text).to.include('Internal');
-        expect(page.text).to.include('data-testid="group-settings"');
-        const group = (await db()('groups').where({ path }).first()) as GroupRow;
-        expect(group.visibility_level).to.equal('internal');
-        expect(await findRole(db(), group.id, user.id)).to.equal('owner');
-      });
-
-      it('re-shows the form with the error on the path field when the path is taken', async () => {
-        const { group, client } = await groupWithOwner();
-        const before = Number(((await db()('groups').count({ n: '*' }).first()) as { n: number | string }).n);
-        const res = await client
-          .submit('/groups/new', { name: 'Copycat', path: group.path, description: 'Typed text', visibilityLevel: 'public' })
-          .expect(409);
-        expect(fieldError(res.text, 'path')).to.include('already taken');
-        expect(fieldError(res.text, 'name')).to.equal(undefined);
-        expect(inputValue(res.text, 'name')).to.equal('Copycat');
-        expect(inputValue(res.text, 'path')).to.equal(group.path);
-        expect(res.text).to.include('>Typed text</textarea>');
-        expect(res.text).to.match(/<option value="public" selected>/);
-        expect(Number(((await db()('groups').count({ n: '*' }).first()) as { n: number | string }).n)).to.equal(before);
-      });
-
-      it('re-shows the form with the rule on the path field when the path has upper-case letters or spaces', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const res = await client.submit('/groups/new', { name: 'Bad', path: 'Bad Path', visibilityLevel: 'private' }).expect(400);
-        expect(fieldError(res.text, 'path')).to.include('lower-case letters');
-        expect(await db()('groups').where({ path: 'bad path' }).first()).to.equal(undefined);
-      });
-
-      it('re-shows the form with the error on the name field when the name is empty', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const path = `noname-${unique()}`;
-        const res = await client.submit('/groups/new', { name: '  ', path, visibilityLevel: 'private' }).expect(400);
-        expect(fieldError(res.text, 'name')).to.equal('name is required');
-        expect(inputValue(res.text, 'path')).to.equal(path);
-      });
-
-      it('sends a signed-out visitor of /groups/new to the sign-in page', async () => {
-        await request(idp.url).get('/groups/new').expect(302).expect('Location', '/login?return_to=%2Fgroups%2Fnew');
-      });
+  describe('groups list and new group', () => {
+    it('lists my groups with my role and a New group button', async () => {
+      const { group, client } = await groupWithOwner();
+      const res = await client.get('/groups').expect(200);
+      expect(res.text).to.include(`href="/groups/${group.path}"`);
+      expect(res.text).to.include('<span class="badge">owner</span>');
+      expect(res.text).to.include('href="/groups/new"');
     });
 
-    describe('group page', () => {
-      it('shows a member the group and its members but no Settings', async () => {
-        const { owner, group } = await groupWithOwner();
-        const member = await join(group, owner, 'member');
-        const res = await (await signedIn(idp.url, member)).agent.get(`/groups/${group.path}`).expect(200);
-        expect(res.text).to.include(group.name);
-        expect(res.text).to.include(`/${group.path}`);
-        expect(res.text).to.include(owner.username);
-        expect(res.text).to.include(member.username);
-        expect(res.text).not.to.include('data-testid="group-settings"');
-        expect(res.text).not.to.include(`/groups/${group.path}/settings`);
-      });
-
-      it('does not show Settings to a maintainer', async () => {
-        const { owner, group } = await groupWithOwner();
-        const maintainer = await join(group, owner, 'maintainer');
-        const res = await (await signedIn(idp.url, maintainer)).agent.get(`/groups/${group.path}`).expect(200);
-        expect(res.text).not.to.include('data-testid="group-settings"');
-      });
-
-      it('answers a non-member with a 404 page', async () => {
-        const { group } = await groupWithOwner();
-        const stranger = await signedIn(idp.url, await makeUser(db()));
-        const res = await stranger.agent.get(`/groups/${group.path}`).expect(404);
-        expect(res.text).not.to.include(group.name);
-      });
-
-      it('answers an unknown path with the same 404 page', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const { group } = await groupWithOwner();
-        const unknown = await client.agent.get(`/groups/no-such-${unique()}`).expect(404);
-        const hidden = await client.agent.get(`/groups/${group.path}`).expect(404);
-        expect(errorMessage(unknown.text)).to.equal(errorMessage(hidden.text));
-      });
-
-      it('answers a path no group could have with a 404 page', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        await client.agent.get('/groups/%27--%20or%201=1').expect(404);
-      });
-
-      it('sends a signed-out visitor to the sign-in page with a way back', async () => {
-        const { group } = await groupWithOwner();
-        await request(idp.url)
-          .get(`/groups/${group.path}`)
-          .expect(302)
-          .expect('Location', `/login?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
-      });
-
-      it('brings a visitor back to the group after signing in', async () => {
-        const { owner, group } = await groupWithOwner();
-        const client = await browser(idp.url, `/login?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
-        await client
-          .submit('/login', { login: owner.username, password: owner.password, return_to: `/groups/${group.path}` })
-          .expect(302)
-          .expect('Location', `/groups/${group.path}`);
-      });
+    it('shows the new group form with Name, Path, Description, Visibility and Create group', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const res = await client.get('/groups/new').expect(200);
+      for (const label of ['>Name<', '>Path<', '>Description<', '>Visibility<', 'Create group']) expect(res.text).to.include(label);
+      expect(res.text).to.match(/<option value="private" selected>/);
     });
 
-    describe('settings', () => {
-      const settingsPages = (path: string) => [
-        `/groups/${path}/settings`,
-        `/groups/${path}/settings/members`,
-        `/groups/${path}/settings/developer`,
-        `/groups/${path}/settings/audit`,
-      ];
-
-      it('shows the owner the tab bar General · Members · Developer · Audit log on every settings page', async () => {
-        const { group, client } = await groupWithOwner();
-        for (const url of settingsPages(group.path)) {
-          const res = await client.agent.get(url).expect(200);
-          expect(res.text).to.match(/class="tabs"[\s\S]*>General<[\s\S]*>Members<[\s\S]*>Developer<[\s\S]*>Audit log</);
-        }
-      });
-
-      for (const role of ['maintainer', 'member'] as const) {
-        it(`answers a ${role} with 403 on every settings page`, async () => {
-          const { owner, group } = await groupWithOwner();
-          const client = await signedIn(idp.url, await join(group, owner, role));
-          for (const url of settingsPages(group.path)) {
-            const res = await client.agent.get(url);
-            expect(res.status, url).to.equal(403);
-            expect(res.text).not.to.include('Save changes');
-          }
-        });
-
-        it(`answers a ${role} with 403 on every settings form and changes nothing`, async () => {
-          const { owner, group } = await groupWithOwner();
-          const other = await join(group, owner, 'member');
-          const actor = await join(group, owner, role);
-          const client = await signedIn(idp.url, actor);
-          const [rolesBefore, auditBefore, groupBefore] = [await rolesOf(group.id), await auditCount(group.id), await groupRow(group.id)];
-          const outsider = await makeUser(db());
-          const posts: Array<[string, Record<string, string>]> = [
-            [`/groups/${group.path}/settings`, { name: 'Taken over', description: 'x', visibilityLevel: 'public' }],
-            [`/groups/${group.path}/settings/members`, { user: outsider.username, role: 'owner' }],
-            [`/groups/${group.path}/settings/members/${actor.id}/role`, { role: 'owner' }],
-            [`/groups/${group.path}/settings/members/${other.id}/role`, { role: 'owner' }],
-            [`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'member' }],
-            [`/groups/${group.path}/settings/members/${owner.id}/remove`, {}],
-            [`/groups/${group.path}/settings/members/${other.id}/remove`, {}],
-          ];
-          for (const [url, fields] of posts) {
-            const res = await client.submit(url, fields);
-            expect(res.status, url).to.equal(403);
-          }
-          expect(await rolesOf(group.id)).to.deep.equal(rolesBefore);
-          expect(await auditCount(group.id)).to.equal(auditBefore);
-          expect((await groupRow(group.id)).name).to.equal(groupBefore.name);
-          expect((await groupRow(group.id)).visibility_level).to.equal(groupBefore.visibility_level);
-        });
-      }
-
-      it('answers a signed-in non-member with 403 on a settings page', async () => {
-        const { group } = await groupWithOwner();
-        const stranger = await signedIn(idp.url, await makeUser(db()));
-        await stranger.agent.get(`/groups/${group.path}/settings`).expect(403);
-      });
-
-      it('sends a signed-out visitor of a settings page to the sign-in page', async () => {
-        const { group } = await groupWithOwner();
-        for (const url of settingsPages(group.path)) {
-          await request(idp.url).get(url).expect(302).expect('Location', `/login?return_to=${encodeURIComponent(url)}`);
-        }
-      });
-
-      it('sends a signed-out visitor posting a settings form to the sign-in page and changes nothing', async () => {
-        const { group } = await groupWithOwner();
-        const visitor = await browser(idp.url);
-        await visitor
-          .submit(`/groups/${group.path}/settings`, { name: 'Anonymous', description: '', visibilityLevel: 'public' })
-          .expect(302)
-          .expect('Location', /^\/login\?return_to=/);
-        expect((await groupRow(group.id)).name).to.equal(group.name);
-      });
-
-      it('saves the general settings', async () => {
-        const { group, client } = await groupWithOwner();
-        await client
-          .submit(`/groups/${group.path}/settings`, { name: 'Renamed', description: 'New words', visibilityLevel: 'public' })
-          .expect(302)
-          .expect('Location', `/groups/${group.path}/settings?notice=saved`);
-        const row = await groupRow(group.id);
-        expect([row.name, row.description, row.visibility_level]).to.deep.equal(['Renamed', 'New words', 'public']);
-        const page = await client.agent.get(`/groups/${group.path}/settings?notice=saved`).expect(200);
-        expect(page.text).to.include('Settings saved.');
-        expect(inputValue(page.text, 'name')).to.equal('Renamed');
-      });
-
-      it('re-shows the general settings with the error next to the field and the typed values', async () => {
-        const { group, client } = await groupWithOwner();
-        const res = await client
-          .submit(`/groups/${group.path}/settings`, { name: 'Kept name', description: 'd'.repeat(401), visibilityLevel: 'public' })
-          .expect(400);
-        expect(fieldError(res.text, 'description')).to.equal('description must be at most 400 characters');
-        expect(inputValue(res.text, 'name')).to.equal('Kept name');
-        expect((await groupRow(group.id)).name).to.equal(group.name);
-      });
-
-      it('adds a member by username', async () => {
-        const { group, client } = await groupWithOwner();
-        const user = await makeUser(db());
-        await client
-          .submit(`/groups/${group.path}/settings/members`, { user: user.username, role: 'maintainer' })
-          .expect(302)
-          .expect('Location', `/groups/${group.path}/settings/members?notice=added`);
-        expect(await findRole(db(), group.id, user.id)).to.equal('maintainer');
-        const page = await client.agent.get(`/groups/${group.path}/settings/members?notice=added`).expect(200);
-        expect(page.text).to.include('Member added.');
-        expect(page.text).to.include(`data-username="${user.username}"`);
-      });
-
-      it('adds a member by email', async () => {
-        const { group, client } = await groupWithOwner();
-        const user = await makeUser(db());
-        await client.submit(`/groups/${group.path}/settings/members`, { user: user.email.toUpperCase(), role: 'member' }).expect(302);
-        expect(await findRole(db(), group.id, user.id)).to.equal('member');
-      });
-
-      it('shows an unknown user next to the Username or email field, keeping what was typed', async () => {
-        const { group, client } = await groupWithOwner();
-        const res = await client.submit(`/groups/${group.path}/settings/members`, { user: 'nobody-here', role: 'member' }).expect(400);
-        expect(fieldError(res.text, 'user')).to.equal('no user "nobody-here"');
-        expect(inputValue(res.text, 'user')).to.equal('nobody-here');
-      });
-
-      it('shows adding an existing member as a conflict next to the field', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const member = await join(group, owner, 'member');
-        const res = await client.submit(`/groups/${group.path}/settings/members`, { user: member.username, role: 'owner' }).expect(409);
-        expect(fieldError(res.text, 'user')).to.include('already a member');
-        expect(await findRole(db(), group.id, member.id)).to.equal('member');
-      });
-
-      it('changes a member’s role', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const member = await join(group, owner, 'member');
-        await client
-          .submit(`/groups/${group.path}/settings/members/${member.id}/role`, { role: 'maintainer' })
-          .expect(302)
-          .expect('Location', `/groups/${group.path}/settings/members?notice=role`);
-        expect(await findRole(db(), group.id, member.id)).to.equal('maintainer');
-      });
-
-      it('removes a member', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const member = await join(group, owner, 'member');
-        await client
-          .submit(`/groups/${group.path}/settings/members/${member.id}/remove`, {})
-          .expect(302)
-          .expect('Location', `/groups/${group.path}/settings/members?notice=removed`);
-        expect(await findRole(db(), group.id, member.id)).to.equal(undefined);
-        await (await signedIn(idp.url, member)).agent.get(`/groups/${group.path}`).expect(404);
-      });
-
-      it('refuses to let the last owner demote themselves, with a clear message', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        await join(group, owner, 'maintainer');
-        const res = await client.submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'maintainer' }).expect(409);
-        expect(errorMessage(res.text)).to.equal(`Could not change the role of ${owner.username}: a group must keep at least one owner.`);
-        expect(res.text).to.include('Add member');
-        expect(await findRole(db(), group.id, owner.id)).to.equal('owner');
-      });
-
-      it('refuses to let the last owner remove themselves, with a clear message', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const res = await client.submit(`/groups/${group.path}/settings/members/${owner.id}/remove`, {}).expect(409);
-        expect(errorMessage(res.text)).to.equal(`Could not remove ${owner.username}: a group must keep at least one owner.`);
-        expect(await findRole(db(), group.id, owner.id)).to.equal('owner');
-      });
-
-      it('lets one of two owners demote the other', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const second = await join(group, owner, 'owner');
-        await client.submit(`/groups/${group.path}/settings/members/${second.id}/role`, { role: 'member' }).expect(302);
-        expect(await findRole(db(), group.id, second.id)).to.equal('member');
-        expect(await findRole(db(), group.id, owner.id)).to.equal('owner');
-      });
-
-      it('lets one of two owners demote themselves and sends them back to the group page', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const second = await join(group, owner, 'owner');
-        await client
-          .submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'maintainer' })
-          .expect(302)
-          .expect('Location', `/groups/${group.path}`);
-        expect(await findRole(db(), group.id, owner.id)).to.equal('maintainer');
-        expect(await findRole(db(), group.id, second.id)).to.equal('owner');
-        await client.agent.get(`/groups/${group.path}/settings`).expect(403);
-      });
-
-      it('answers a role change for someone who is not a member with a 404 page', async () => {
-        const { group, client } = await groupWithOwner();
-        const stranger = await makeUser(db());
-        await client.submit(`/groups/${group.path}/settings/members/${stranger.id}/role`, { role: 'owner' }).expect(404);
-        expect(await findRole(db(), group.id, stranger.id)).to.equal(undefined);
-      });
-
-      it('shows these changes in the audit log with who, what, target and IP', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const [a, b] = [await makeUser(db()), await makeUser(db())];
-        await client.submit(`/groups/${group.path}/settings/members`, { user: a.username, role: 'member' }).expect(302);
-        await client.submit(`/groups/${group.path}/settings/members`, { user: b.email, role: 'member' }).expect(302);
-        await client.submit(`/groups/${group.path}/settings/members/${a.id}/role`, { role: 'maintainer' }).expect(302);
-        await client.submit(`/groups/${group.path}/settings/members/${b.id}/remove`, {}).expect(302);
-        await client.submit(`/groups/${group.path}/settings`, { name: 'Audited', description: '', visibilityLevel: 'private' }).expect(302);
-        const res = await client.agent.get(`/groups/${group.path}/settings/audit`).expect(200);
-        const rows = [...res.text.matchAll(/<tr data-testid="audit-row">([\s\S]*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
-        expect(rows).to.have.length(6);
-        const [update, remove, role, addB, addA, create] = rows;
-        expect(create).to.include('group.create').and.include(group.path).and.include(owner.username);
-        expect(addA).to.include('member.add').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
-        expect(addB).to.include('member.add').and.include(b.username);
-        expect(role).to.include('member.role').and.include(a.username).and.include('from: member, to: maintainer').and.include(owner.username);
-        expect(remove).to.include('member.remove').and.include(b.username);
-        expect(update).to.include('group.update').and.include('Audited');
-      });
-
-      it('shows the Developer placeholder with a New application link', async () => {
-        const { group, client } = await groupWithOwner();
-        const res = await client.agent.get(`/groups/${group.path}/settings/developer`).expect(200);
-        expect(res.text).to.include('<h1>Developer</h1>');
-        expect(res.text).to.include('OAuth applications of this group');
-        expect(res.text).to.include(`href="/groups/${group.path}/settings/developer/apps/new"`);
-      });
+    it('creates a group whose creator is its owner and sees Settings', async () => {
+      const user = await makeUser(idp.db);
+      const client = await signIn(idp.url, user);
+      const path = `team-${unique()}`;
+      await client
+        .submit('/groups/new', { name: 'The Team', path, description: 'We build things', visibilityLevel: 'internal' })
+        .expect(302, `/groups/${path}?notice=created`);
+      const page = await client.get(`/groups/${path}`).expect(200);
+      expect(page.text).to.include('The Team');
+      expect(page.text).to.include('We build things');
+      expect(page.text).to.include('Internal');
+      expect(page.text).to.include('data-testid="group-settings"');
+      const group = (await idp.db('groups').where({ path }).first()) as GroupRow;
+      expect(group.visibility_level).to.equal('internal');
+      expect(await findRole(idp.db, group.id, user.id)).to.equal('owner');
     });
 
-    describe('CSRF', () => {
-      it('refuses a new group without a CSRF token and creates nothing', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const path = `nocsrf-${unique()}`;
-        await client.agent.post('/groups/new').type('form').send({ name: 'No token', path, visibilityLevel: 'private' }).expect(403);
-        expect(await db()('groups').where({ path }).first()).to.equal(undefined);
-      });
-
-      it('refuses a new group with a wrong CSRF token and creates nothing', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const other: Browser = await browser(idp.url);
-        const path = `badcsrf-${unique()}`;
-        await client.agent.post('/groups/new').type('form').send({ name: 'Wrong token', path, visibilityLevel: 'private', _csrf: other.csrf }).expect(403);
-        expect(await db()('groups').where({ path }).first()).to.equal(undefined);
-      });
-
-      it('refuses an owner’s settings form without a CSRF token and changes nothing', async () => {
-        const { group, client } = await groupWithOwner();
-        await client.agent
-          .post(`/groups/${group.path}/settings`)
-          .type('form')
-          .send({ name: 'Forged', description: '', visibilityLevel: 'public' })
-          .expect(403);
-        expect((await groupRow(group.id)).name).to.equal(group.name);
-      });
-
-      it('refuses an owner’s add-member form with a wrong CSRF token and adds no one', async () => {
-        const { group, client } = await groupWithOwner();
-        const user = await makeUser(db());
-        await client.agent
-          .post(`/groups/${group.path}/settings/members`)
-          .type('form')
-          .send({ user: user.username, role: 'owner', _csrf: 'x'.repeat(43) })
-          .expect(403);
-        expect(await findRole(db(), group.id, user.id)).to.equal(undefined);
-      });
+    it('re-shows the form with the error on the path field when the path is taken', async () => {
+      const { group, client } = await groupWithOwner();
+      const before = Number(((await idp.db('groups').count({ n: '*' }).first()) as { n: number | string }).n);
+      const res = await client
+        .submit('/groups/new', { name: 'Copycat', path: group.path, description: 'Typed text', visibilityLevel: 'public' })
+        .expect(409);
+      expect(fieldError(res.text, 'path')).to.include('already taken');
+      expect(fieldError(res.text, 'name')).to.equal(undefined);
+      expect(inputValue(res.text, 'name')).to.equal('Copycat');
+      expect(inputValue(res.text, 'path')).to.equal(group.path);
+      expect(res.text).to.include('>Typed text</textarea>');
+      expect(res.text).to.match(/<option value="public" selected>/);
+      expect(Number(((await idp.db('groups').count({ n: '*' }).first()) as { n: number | string }).n)).to.equal(before);
     });
 
-    describe('escaping', () => {
-      it('renders a group name and description containing a script tag escaped on every page', async () => {
-        const user = await makeUser(db());
-        const client = await signedIn(idp.url, user);
-        const path = `xss-${unique()}`;
-        await client.submit('/groups/new', { name: SCRIPT, path, description: `Hello ${SCRIPT}`, visibilityLevel: 'private' }).expect(302);
-        for (const url of ['/groups', `/groups/${path}`, `/groups/${path}/settings`, `/groups/${path}/settings/members`, `/groups/${path}/settings/audit`]) {
-          const res = await client.agent.get(url).expect(200);
-          expect(res.text, url).not.to.include(SCRIPT);
-          expect(res.text, url).to.include('&lt;script&gt;alert(1)&lt;/script&gt;');
-        }
-      });
+    it('re-shows the form with the rule on the path field when the path has upper-case letters or spaces', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const res = await client.submit('/groups/new', { name: 'Bad', path: 'Bad Path', visibilityLevel: 'private' }).expect(400);
+      expect(fieldError(res.text, 'path')).to.include('lower-case letters');
+      expect(await idp.db('groups').where({ path: 'bad path' }).first()).to.equal(undefined);
+    });
 
-      it('re-shows a rejected new group form with the typed script tag escaped', async () => {
-        const client = await signedIn(idp.url, await makeUser(db()));
-        const res = await client.submit('/groups/new', { name: SCRIPT, path: SCRIPT, description: SCRIPT, visibilityLevel: 'private' }).expect(400);
-        expect(res.text).not.to.include(SCRIPT);
-        expect(inputValue(res.text, 'path')).to.equal(SCRIPT);
-      });
+    it('re-shows the form with the error on the name field when the name is empty', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const path = `noname-${unique()}`;
+      const res = await client.submit('/groups/new', { name: '  ', path, visibilityLevel: 'private' }).expect(400);
+      expect(fieldError(res.text, 'name')).to.equal('name is required');
+      expect(inputValue(res.text, 'path')).to.equal(path);
+    });
 
-      it('renders a member’s name containing a script tag escaped', async () => {
-        const { owner, group, client } = await groupWithOwner();
-        const user = await makeUser(db(), { name: SCRIPT });
-        await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
-        for (const url of [`/groups/${group.path}`, `/groups/${group.path}/settings/members`]) {
-          const res = await client.agent.get(url).expect(200);
-          expect(res.text, url).not.to.include(SCRIPT);
-        }
-      });
+    it('sends a signed-out visitor of /groups/new to the sign-in page', async () => {
+      await new Browser(idp.url).get('/groups/new').expect(302, '/login?return_to=%2Fgroups%2Fnew');
     });
   });
-}
+
+  describe('group page', () => {
+    it('shows a member the group and its members but no Settings', async () => {
+      const { owner, group } = await groupWithOwner();
+      const member = await join(group, owner, 'member');
+      const res = await (await signIn(idp.url, member)).get(`/groups/${group.path}`).expect(200);
+      expect(res.text).to.include(group.name);
+      expect(res.text).to.include(`/${group.path}`);
+      expect(res.text).to.include(owner.username);
+      expect(res.text).to.include(member.username);
+      expect(res.text).not.to.include('data-testid="group-settings"');
+      expect(res.text).not.to.include(`/groups/${group.path}/settings`);
+    });
+
+    it('does not show Settings to a maintainer', async () => {
+      const { owner, group } = await groupWithOwner();
+      const maintainer = await join(group, owner, 'maintainer');
+      const res = await (await signIn(idp.url, maintainer)).get(`/groups/${group.path}`).expect(200);
+      expect(res.text).not.to.include('data-testid="group-settings"');
+    });
+
+    it('answers a non-member with a 404 page', async () => {
+      const { group } = await groupWithOwner();
+      const stranger = await signIn(idp.url, await makeUser(idp.db));
+      const res = await stranger.get(`/groups/${group.path}`).expect(404);
+      expect(res.text).not.to.include(group.name);
+    });
+
+    it('answers an unknown path with the same 404 page', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const { group } = await groupWithOwner();
+      const unknown = await client.get(`/groups/no-such-${unique()}`).expect(404);
+      const hidden = await client.get(`/groups/${group.path}`).expect(404);
+      expect(errorMessage(unknown.text)).to.equal(errorMessage(hidden.text));
+    });
+
+    it('answers a path no group could have with a 404 page', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      await client.get('/groups/%27--%20or%201=1').expect(404);
+    });
+
+    it('sends a signed-out visitor to the sign-in page with a way back', async () => {
+      const { group } = await groupWithOwner();
+      await new Browser(idp.url).get(`/groups/${group.path}`).expect(302, `/login?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
+    });
+
+    it('brings a visitor back to the group after signing in', async () => {
+      const { owner, group } = await groupWithOwner();
+      const client = await visit(idp.url, `/login?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
+      await client
+        .submit('/login', { login: owner.username, password: owner.password, return_to: `/groups/${group.path}` })
+        .expect(302, `/groups/${group.path}`);
+    });
+  });
+
+  describe('settings', () => {
+    const settingsPages = (path: string) => [
+      `/groups/${path}/settings`,
+      `/groups/${path}/settings/members`,
+      `/groups/${path}/settings/developer`,
+      `/groups/${path}/settings/audit`,
+    ];
+
+    it('shows the owner the tab bar General · Members · Developer · Audit log on every settings page', async () => {
+      const { group, client } = await groupWithOwner();
+      for (const url of settingsPages(group.path)) {
+        const res = await client.get(url).expect(200);
+        expect(res.text).to.match(/class="tabs"[\s\S]*>General<[\s\S]*>Members<[\s\S]*>Developer<[\s\S]*>Audit log</);
+      }
+    });
+
+    for (const role of ['maintainer', 'member'] as const) {
+      it(`answers a ${role} with 403 on every settings page`, async () => {
+        const { owner, group } = await groupWithOwner();
+        const client = await signIn(idp.url, await join(group, owner, role));
+        for (const url of settingsPages(group.path)) {
+          const res = await client.get(url);
+          expect(res.status, url).to.equal(403);
+          expect(res.text).not.to.include('Save changes');
+        }
+      });
+
+      it(`answers a ${role} with 403 on every settings form and changes nothing`, async () => {
+        const { owner, group } = await groupWithOwner();
+        const other = await join(group, owner, 'member');
+        const actor = await join(group, owner, role);
+        const client = await signIn(idp.url, actor);
+        const [rolesBefore, auditBefore, groupBefore] = [await rolesOf(group.id), await auditCount(group.id), await groupRow(group.id)];
+        const outsider = await makeUser(idp.db);
+        const posts: Array<[string, Record<string, string>]> = [
+          [`/groups/${group.path}/settings`, { name: 'Taken over', description: 'x', visibilityLevel: 'public' }],
+          [`/groups/${group.path}/settings/members`, { user: outsider.username, role: 'owner' }],
+          [`/groups/${group.path}/settings/members/${actor.id}/role`, { role: 'owner' }],
+          [`/groups/${group.path}/settings/members/${other.id}/role`, { role: 'owner' }],
+          [`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'member' }],
+          [`/groups/${group.path}/settings/members/${owner.id}/remove`, {}],
+          [`/groups/${group.path}/settings/members/${other.id}/remove`, {}],
+        ];
+        for (const [url, fields] of posts) {
+          const res = await client.submit(url, fields);
+          expect(res.status, url).to.equal(403);
+        }
+        expect(await rolesOf(group.id)).to.deep.equal(rolesBefore);
+        expect(await auditCount(group.id)).to.equal(auditBefore);
+        expect((await groupRow(group.id)).name).to.equal(groupBefore.name);
+        expect((await groupRow(group.id)).visibility_level).to.equal(groupBefore.visibility_level);
+      });
+    }
+
+    it('answers a signed-in non-member with 403 on a settings page', async () => {
+      const { group } = await groupWithOwner();
+      const stranger = await signIn(idp.url, await makeUser(idp.db));
+      await stranger.get(`/groups/${group.path}/settings`).expect(403);
+    });
+
+    it('sends a signed-out visitor of a settings page to the sign-in page', async () => {
+      const { group } = await groupWithOwner();
+      for (const url of settingsPages(group.path)) {
+        await new Browser(idp.url).get(url).expect(302, `/login?return_to=${encodeURIComponent(url)}`);
+      }
+    });
+
+    it('sends a signed-out visitor posting a settings form to the sign-in page and changes nothing', async () => {
+      const { group } = await groupWithOwner();
+      const visitor = await visit(idp.url);
+      await visitor
+        .submit(`/groups/${group.path}/settings`, { name: 'Anonymous', description: '', visibilityLevel: 'public' })
+        .expect(302, /^\/login\?return_to=/);
+      expect((await groupRow(group.id)).name).to.equal(group.name);
+    });
+
+    it('saves the general settings', async () => {
+      const { group, client } = await groupWithOwner();
+      await client
+        .submit(`/groups/${group.path}/settings`, { name: 'Renamed', description: 'New words', visibilityLevel: 'public' })
+        .expect(302, `/groups/${group.path}/settings?notice=saved`);
+      const row = await groupRow(group.id);
+      expect([row.name, row.description, row.visibility_level]).to.deep.equal(['Renamed', 'New words', 'public']);
+      const page = await client.get(`/groups/${group.path}/settings?notice=saved`).expect(200);
+      expect(page.text).to.include('Settings saved.');
+      expect(inputValue(page.text, 'name')).to.equal('Renamed');
+    });
+
+    it('re-shows the general settings with the error next to the field and the typed values', async () => {
+      const { group, client } = await groupWithOwner();
+      const res = await client
+        .submit(`/groups/${group.path}/settings`, { name: 'Kept name', description: 'd'.repeat(401), visibilityLevel: 'public' })
+        .expect(400);
+      expect(fieldError(res.text, 'description')).to.equal('description must be at most 400 characters');
+      expect(inputValue(res.text, 'name')).to.equal('Kept name');
+      expect((await groupRow(group.id)).name).to.equal(group.name);
+    });
+
+    it('adds a member by username', async () => {
+      const { group, client } = await groupWithOwner();
+      const user = await makeUser(idp.db);
+      await client
+        .submit(`/groups/${group.path}/settings/members`, { user: user.username, role: 'maintainer' })
+        .expect(302, `/groups/${group.path}/settings/members?notice=added`);
+      expect(await findRole(idp.db, group.id, user.id)).to.equal('maintainer');
+      const page = await client.get(`/groups/${group.path}/settings/members?notice=added`).expect(200);
+      expect(page.text).to.include('Member added.');
+      expect(page.text).to.include(`data-username="${user.username}"`);
+    });
+
+    it('adds a member by email', async () => {
+      const { group, client } = await groupWithOwner();
+      const user = await makeUser(idp.db);
+      await client.submit(`/groups/${group.path}/settings/members`, { user: user.email.toUpperCase(), role: 'member' }).expect(302);
+      expect(await findRole(idp.db, group.id, user.id)).to.equal('member');
+    });
+
+    it('shows an unknown user next to the Username or email field, keeping what was typed', async () => {
+      const { group, client } = await groupWithOwner();
+      const res = await client.submit(`/groups/${group.path}/settings/members`, { user: 'nobody-here', role: 'member' }).expect(400);
+      expect(fieldError(res.text, 'user')).to.equal('no user "nobody-here"');
+      expect(inputValue(res.text, 'user')).to.equal('nobody-here');
+    });
+
+    it('shows adding an existing member as a conflict next to the field', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const member = await join(group, owner, 'member');
+      const res = await client.submit(`/groups/${group.path}/settings/members`, { user: member.username, role: 'owner' }).expect(409);
+      expect(fieldError(res.text, 'user')).to.include('already a member');
+      expect(await findRole(idp.db, group.id, member.id)).to.equal('member');
+    });
+
+    it('changes a member’s role', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const member = await join(group, owner, 'member');
+      await client
+        .submit(`/groups/${group.path}/settings/members/${member.id}/role`, { role: 'maintainer' })
+        .expect(302, `/groups/${group.path}/settings/members?notice=role`);
+      expect(await findRole(idp.db, group.id, member.id)).to.equal('maintainer');
+    });
+
+    it('removes a member', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const member = await join(group, owner, 'member');
+      await client
+        .submit(`/groups/${group.path}/settings/members/${member.id}/remove`, {})
+        .expect(302, `/groups/${group.path}/settings/members?notice=removed`);
+      expect(await findRole(idp.db, group.id, member.id)).to.equal(undefined);
+      await (await signIn(idp.url, member)).get(`/groups/${group.path}`).expect(404);
+    });
+
+    it('refuses to let the last owner demote themselves, with a clear message', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      await join(group, owner, 'maintainer');
+      const res = await client.submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'maintainer' }).expect(409);
+      expect(errorMessage(res.text)).to.equal(`Could not change the role of ${owner.username}: a group must keep at least one owner.`);
+      expect(res.text).to.include('Add member');
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('owner');
+    });
+
+    it('refuses to let the last owner remove themselves, with a clear message', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const res = await client.submit(`/groups/${group.path}/settings/members/${owner.id}/remove`, {}).expect(409);
+      expect(errorMessage(res.text)).to.equal(`Could not remove ${owner.username}: a group must keep at least one owner.`);
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('owner');
+    });
+
+    it('lets one of two owners demote the other', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const second = await join(group, owner, 'owner');
+      await client.submit(`/groups/${group.path}/settings/members/${second.id}/role`, { role: 'member' }).expect(302);
+      expect(await findRole(idp.db, group.id, second.id)).to.equal('member');
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('owner');
+    });
+
+    it('lets one of two owners demote themselves and sends them back to the group page', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const second = await join(group, owner, 'owner');
+      await client
+        .submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'maintainer' })
+        .expect(302, `/groups/${group.path}`);
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('maintainer');
+      expect(await findRole(idp.db, group.id, second.id)).to.equal('owner');
+      await client.get(`/groups/${group.path}/settings`).expect(403);
+    });
+
+    it('answers a role change for someone who is not a member with a 404 page', async () => {
+      const { group, client } = await groupWithOwner();
+      const stranger = await makeUser(idp.db);
+      await client.submit(`/groups/${group.path}/settings/members/${stranger.id}/role`, { role: 'owner' }).expect(404);
+      expect(await findRole(idp.db, group.id, stranger.id)).to.equal(undefined);
+    });
+
+    it('shows these changes in the audit log with who, what, target and IP', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const [a, b] = [await makeUser(idp.db), await makeUser(idp.db)];
+      await client.submit(`/groups/${group.path}/settings/members`, { user: a.username, role: 'member' }).expect(302);
+      await client.submit(`/groups/${group.path}/settings/members`, { user: b.email, role: 'member' }).expect(302);
+      await client.submit(`/groups/${group.path}/settings/members/${a.id}/role`, { role: 'maintainer' }).expect(302);
+      await client.submit(`/groups/${group.path}/settings/members/${b.id}/remove`, {}).expect(302);
+      await client.submit(`/groups/${group.path}/settings`, { name: 'Audited', description: '', visibilityLevel: 'private' }).expect(302);
+      const res = await client.get(`/groups/${group.path}/settings/audit`).expect(200);
+      const rows = [...res.text.matchAll(/<tr data-testid="audit-row">([\s\S]*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
+      expect(rows).to.have.length(6);
+      const [update, remove, role, addB, addA, create] = rows;
+      expect(create).to.include('group.create').and.include(group.path).and.include(owner.username);
+      expect(addA).to.include('member.add').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
+      expect(addB).to.include('member.add').and.include(b.username);
+      expect(role).to.include('member.role').and.include(a.username).and.include('from: member, to: maintainer').and.include(owner.username);
+      expect(remove).to.include('member.remove').and.include(b.username);
+      expect(update).to.include('group.update').and.include('Audited');
+    });
+
+    it('shows the Developer placeholder with a New application link', async () => {
+      const { group, client } = await groupWithOwner();
+      const res = await client.get(`/groups/${group.path}/settings/developer`).expect(200);
+      expect(res.text).to.include('<h1>Developer</h1>');
+      expect(res.text).to.include('OAuth applications of this group');
+      expect(res.text).to.include(`href="/groups/${group.path}/settings/developer/apps/new"`);
+    });
+  });
+
+  describe('CSRF', () => {
+    it('refuses a new group without a CSRF token and creates nothing', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const path = `nocsrf-${unique()}`;
+      await client.postForm('/groups/new', { name: 'No token', path, visibilityLevel: 'private' }).expect(403);
+      expect(await idp.db('groups').where({ path }).first()).to.equal(undefined);
+    });
+
+    it('refuses a new group with a wrong CSRF token and creates nothing', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const other: Browser = await visit(idp.url);
+      const path = `badcsrf-${unique()}`;
+      await client.postForm('/groups/new', { name: 'Wrong token', path, visibilityLevel: 'private', _csrf: other.csrf }).expect(403);
+      expect(await idp.db('groups').where({ path }).first()).to.equal(undefined);
+    });
+
+    it('refuses an owner’s settings form without a CSRF token and changes nothing', async () => {
+      const { group, client } = await groupWithOwner();
+      await client.postForm(`/groups/${group.path}/settings`, { name: 'Forged', description: '', visibilityLevel: 'public' }).expect(403);
+      expect((await groupRow(group.id)).name).to.equal(group.name);
+    });
+
+    it('refuses an owner’s add-member form with a wrong CSRF token and adds no one', async () => {
+      const { group, client } = await groupWithOwner();
+      const user = await makeUser(idp.db);
+      await client.postForm(`/groups/${group.path}/settings/members`, { user: user.username, role: 'owner', _csrf: 'x'.repeat(43) }).expect(403);
+      expect(await findRole(idp.db, group.id, user.id)).to.equal(undefined);
+    });
+  });
+
+  describe('escaping', () => {
+    it('renders a group name and description containing a script tag escaped on every page', async () => {
+      const user = await makeUser(idp.db);
+      const client = await signIn(idp.url, user);
+      const path = `xss-${unique()}`;
+      await client.submit('/groups/new', { name: SCRIPT, path, description: `Hello ${SCRIPT}`, visibilityLevel: 'private' }).expect(302);
+      for (const url of ['/groups', `/groups/${path}`, `/groups/${path}/settings`, `/groups/${path}/settings/members`, `/groups/${path}/settings/audit`]) {
+        const res = await client.get(url).expect(200);
+        expect(res.text, url).not.to.include(SCRIPT);
+        expect(res.text, url).to.include('&lt;script&gt;alert(1)&lt;/script&gt;');
+      }
+    });
+
+    it('re-shows a rejected new group form with the typed script tag escaped', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      const res = await client.submit('/groups/new', { name: SCRIPT, path: SCRIPT, description: SCRIPT, visibilityLevel: 'private' }).expect(400);
+      expect(res.text).not.to.include(SCRIPT);
+      expect(inputValue(res.text, 'path')).to.equal(SCRIPT);
+    });
+
+    it('renders a member’s name containing a script tag escaped', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const user = await makeUser(idp.db, { name: SCRIPT });
+      await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+      for (const url of [`/groups/${group.path}`, `/groups/${group.path}/settings/members`]) {
+        const res = await client.get(url).expect(200);
+        expect(res.text, url).not.to.include(SCRIPT);
+      }
+    });
+  });
+});
