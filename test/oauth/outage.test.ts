@@ -1,27 +1,20 @@
 import { expect } from 'chai';
-import { startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { exchangeCode } from '../helpers/oauth.js';
+import { useIdp } from '../helpers/app.js';
+import { CALLBACK, makeClient, type Client } from '../helpers/factories.js';
+import { tokenRequest } from '../helpers/oauth.js';
 
 /** Redis unreachable (nothing listens on the port): token requests answer 503, and /readyz says why. */
 describe('storage outage', () => {
-  let server: RunningIdp;
-  let app: Awaited<ReturnType<typeof makeApp>>;
+  const server = useIdp('sqlite', { REDIS_URL: 'redis://127.0.0.1:1/0' });
+  let app: Client;
 
   before(async () => {
-    server = await startIdp('sqlite', { REDIS_URL: 'redis://127.0.0.1:1/0' });
-    const user = await makeUser(server.idp.db);
-    const group = await makeGroup(server.idp.db, user.id);
-    app = await makeApp(server.idp.db, user.id, group.id);
+    app = await makeClient(server.db);
   });
-  after(() => server.stop());
 
   it('answers a token request with 503 temporarily_unavailable, not a 500', async () => {
-    const { status, body, headers } = await exchangeCode(server.url, {
-      client_id: app.clientId,
-      client_secret: app.clientSecret,
-      code: 'a-code-that-would-be-looked-up-in-redis',
-      redirect_uri: 'http://127.0.0.1:9999/callback',
+    const { status, body, headers } = await tokenRequest(server.url, {
+      query: { client_id: app.clientId, client_secret: app.clientSecret, code: 'a-code-that-would-be-looked-up-in-redis', redirect_uri: CALLBACK },
     });
     expect(status).to.equal(503);
     expect(body).to.deep.equal({ error: 'temporarily_unavailable', error_description: 'storage is unreachable; try again shortly' });
