@@ -1,15 +1,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { isWellFormedToken } from '../../src/tokens.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { completeAuthorization } from '../helpers/oauth.js';
+import { describeEachProfile, freePort, useIdp } from '../helpers/app.js';
+import { Browser } from '../helpers/browser.js';
+import { makeClient } from '../helpers/factories.js';
+import { callbackOf, passProvider } from '../helpers/oauth.js';
 
 /**
  * oidc-agent (Debian's oidc-agent-cli): `oidc-gen` registers an account with the application's
@@ -19,15 +18,6 @@ import { completeAuthorization } from '../helpers/oauth.js';
  */
 const run = promisify(execFile);
 const SCOPE = 'openid groups:read-only offline_access';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** oidc-gen prints the authorization URL on stderr, then waits for the agent to get the callback. */
 function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
@@ -58,79 +48,72 @@ function exited(child: ChildProcess): Promise<{ code: number | null; output: str
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, output })));
 }
 
-for (const profile of profiles()) {
-  describe(`oidc-agent against the provider (${profile})`, function () {
-    this.timeout(60_000);
-    let server: RunningIdp;
-    let home: string;
-    let env: NodeJS.ProcessEnv;
-    let agentPid: number | undefined;
-    let accessToken: string;
+describeEachProfile('oidc-agent against the provider', function (profile) {
+  this.timeout(60_000);
+  const server = useIdp(profile);
+  let home: string;
+  let env: NodeJS.ProcessEnv;
+  let agentPid: number | undefined;
+  let accessToken: string;
 
-    before(async () => {
-      await run('oidc-gen', ['--version']).catch(() => {
-        throw new Error('oidc-gen is missing: install Debian\'s oidc-agent (apt-get install oidc-agent), as .ci/run does');
-      });
-      server = await startIdp(profile);
-      // The agent and its account configuration live in a directory of this test alone.
-      home = mkdtempSync(join(tmpdir(), 'idp-oidc-agent-'));
-      const started = await run('oidc-agent', ['--json', '--quiet', '-a', join(home, 'agent-XXXXXX', 'sock')], { env: { ...process.env, HOME: home } });
-      const agent = JSON.parse(started.stdout) as { socket: string; dpid: string | number };
-      agentPid = Number(agent.dpid);
-      env = { ...process.env, HOME: home, OIDC_SOCK: agent.socket, OIDC_ENCRYPTION_PW: 'a password for the test account file' };
+  before(async () => {
+    await run('oidc-gen', ['--version']).catch(() => {
+      throw new Error('oidc-gen is missing: install Debian\'s oidc-agent (apt-get install oidc-agent), as .ci/run does');
     });
-    after(async () => {
-      if (agentPid) {
-        try {
-          process.kill(agentPid);
-        } catch {
-          // already gone
-        }
-      }
-      if (home && existsSync(home)) rmSync(home, { recursive: true, force: true });
-      await server?.stop();
-    });
-
-    it('registers an account with oidc-gen through the authorization-code flow', async () => {
-      const user = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, user.id);
-      const port = await freePort();
-      const redirectUri = `http://localhost:${port}/`;
-      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: redirectUri });
-
-      const gen = spawn('oidc-gen', [
-        `--issuer=${server.url}`, `--client-id=${app.clientId}`, `--client-secret=${app.clientSecret}`,
-        `--redirect-uri=${redirectUri}`, `--scope=${SCOPE}`, '--flow=code', '--no-url-call', '--pw-env',
-        '--confirm-default', '--prompt=none', 'horizon',
-      ], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      const done = exited(gen);
-      const url = await waitForLine(gen, /^https?:\/\//, 20_000);
-      const authorize = new URL(url);
-      expect(authorize.searchParams.get('scope')).to.equal(SCOPE);
-
-      const callback = await completeAuthorization(new UserAgent(server.url), url, { redirectUri, login: { login: user.username, password: user.password } });
-      expect(callback.searchParams.get('error'), callback.toString()).to.equal(null);
-      // The browser's last step: the agent's web server receives the code and exchanges it.
-      const landed = await fetch(callback);
-      expect(landed.status).to.equal(200);
-      await landed.arrayBuffer();
-
-      const { code, output } = await done;
-      expect(code, output).to.equal(0);
-      const token = await run('oidc-token', ['horizon'], { env });
-      accessToken = token.stdout.trim();
-      expect(isWellFormedToken(accessToken, 'ho_'), token.stdout).to.equal(true);
-    });
-
-    it('gets a fresh access token through a refresh with its configured scope, offline_access included', async () => {
-      expect(accessToken, 'the registration test ran first').to.be.a('string');
-      // Asking for more lifetime than the token left makes the agent refresh, sending scope=SCOPE.
-      const refreshed = await run('oidc-token', ['--time=3700', 'horizon'], { env });
-      const fresh = refreshed.stdout.trim();
-      expect(isWellFormedToken(fresh, 'ho_'), refreshed.stdout + refreshed.stderr).to.equal(true);
-      expect(fresh).not.to.equal(accessToken);
-      const me = await fetch(`${server.url}/apis/v2/groups`, { headers: { authorization: `Bearer ${fresh}` } });
-      expect(me.status).to.equal(200);
-    });
+    // The agent and its account configuration live in a directory of this test alone.
+    home = mkdtempSync(join(tmpdir(), 'idp-oidc-agent-'));
+    const started = await run('oidc-agent', ['--json', '--quiet', '-a', join(home, 'agent-XXXXXX', 'sock')], { env: { ...process.env, HOME: home } });
+    const agent = JSON.parse(started.stdout) as { socket: string; dpid: string | number };
+    agentPid = Number(agent.dpid);
+    env = { ...process.env, HOME: home, OIDC_SOCK: agent.socket, OIDC_ENCRYPTION_PW: 'a password for the test account file' };
   });
-}
+  after(async () => {
+    if (agentPid) {
+      try {
+        process.kill(agentPid);
+      } catch {
+        // already gone
+      }
+    }
+    if (home && existsSync(home)) rmSync(home, { recursive: true, force: true });
+  });
+
+  it('registers an account with oidc-gen through the authorization-code flow', async () => {
+    const redirectUri = `http://localhost:${await freePort()}/`;
+    const app = await makeClient(server.db, { redirectUri });
+
+    const gen = spawn('oidc-gen', [
+      `--issuer=${server.url}`, `--client-id=${app.clientId}`, `--client-secret=${app.clientSecret}`,
+      `--redirect-uri=${redirectUri}`, `--scope=${SCOPE}`, '--flow=code', '--no-url-call', '--pw-env',
+      '--confirm-default', '--prompt=none', 'horizon',
+    ], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const done = exited(gen);
+    const url = await waitForLine(gen, /^https?:\/\//, 20_000);
+    const authorize = new URL(url);
+    expect(authorize.searchParams.get('scope')).to.equal(SCOPE);
+
+    const callback = callbackOf(await passProvider(new Browser(server.url), url, app.user, { callback: redirectUri }), redirectUri);
+    expect(callback.searchParams.get('error'), callback.toString()).to.equal(null);
+    // The browser's last step: the agent's web server receives the code and exchanges it.
+    const landed = await fetch(callback);
+    expect(landed.status).to.equal(200);
+    await landed.arrayBuffer();
+
+    const { code, output } = await done;
+    expect(code, output).to.equal(0);
+    const token = await run('oidc-token', ['horizon'], { env });
+    accessToken = token.stdout.trim();
+    expect(isWellFormedToken(accessToken, 'ho_'), token.stdout).to.equal(true);
+  });
+
+  it('gets a fresh access token through a refresh with its configured scope, offline_access included', async () => {
+    expect(accessToken, 'the registration test ran first').to.be.a('string');
+    // Asking for more lifetime than the token left makes the agent refresh, sending scope=SCOPE.
+    const refreshed = await run('oidc-token', ['--time=3700', 'horizon'], { env });
+    const fresh = refreshed.stdout.trim();
+    expect(isWellFormedToken(fresh, 'ho_'), refreshed.stdout + refreshed.stderr).to.equal(true);
+    expect(fresh).not.to.equal(accessToken);
+    const me = await fetch(`${server.url}/apis/v2/groups`, { headers: { authorization: `Bearer ${fresh}` } });
+    expect(me.status).to.equal(200);
+  });
+});

@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { runAuthorization } from '../helpers/oauth.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { Browser } from '../helpers/browser.js';
+import { makeClient } from '../helpers/factories.js';
+import { authorize } from '../helpers/oauth.js';
 
 /**
  * Debian's python3-requests-oauthlib is installed for Debian's own interpreter, so the test runs
@@ -21,64 +21,49 @@ async function python(args: string[]): Promise<Record<string, unknown>> {
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
-for (const profile of profiles()) {
-  describe(`Python requests-oauthlib against the provider (${profile})`, () => {
-    let server: RunningIdp;
+describeEachProfile('Python requests-oauthlib against the provider', (profile) => {
+  const server = useIdp(profile);
 
-    before(async () => {
-      // Not a skip: CI installs the package, and a missing one must be seen, not passed over.
-      await run(PYTHON, ['-c', 'import requests_oauthlib']).catch(() => {
-        throw new Error(`${PYTHON} cannot import requests_oauthlib: install Debian's python3-requests-oauthlib (apt-get install python3-requests-oauthlib), as .ci/run does`);
-      });
-      server = await startIdp(profile);
-    });
-    after(() => server?.stop());
-
-    it('builds the authorize URL, exchanges the code with client_id and client_secret parameters and lists groups', async () => {
-      const user = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, user.id);
-      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: REDIRECT_URI });
-      const common = ['--idp', server.url, '--client-id', app.clientId, '--redirect-uri', REDIRECT_URI];
-
-      const { url, state } = (await python(['authorize', ...common])) as { url: string; state: string };
-      const authorize = new URL(url);
-      expect(`${authorize.origin}${authorize.pathname}`).to.equal(`${server.url}/login/oauth/authorize`);
-      expect(authorize.searchParams.get('state')).to.equal(state);
-
-      const callback = await runAuthorization(new UserAgent(server.url), {
-        clientId: authorize.searchParams.get('client_id')!,
-        redirectUri: authorize.searchParams.get('redirect_uri')!,
-        scope: authorize.searchParams.get('scope')!,
-        state,
-        login: { login: user.username, password: user.password },
-      });
-
-      const result = (await python(['exchange', ...common, '--client-secret', app.clientSecret, '--state', state, '--callback-url', callback.toString()])) as {
-        token: Record<string, unknown>;
-        groups: { data: { total: number; items: Array<{ id: number; role: string }> } };
-      };
-      expect(result.token.access_token).to.match(/^ho_/);
-      expect(result.token.token_type).to.equal('bearer');
-      expect(result.token.expire_in).to.equal('3600');
-      expect(result.token.scope).to.deep.equal(['groups:read-only']);
-      expect(result.groups.data.total).to.equal(1);
-      expect(result.groups.data.items[0]).to.include({ id: group.id, role: 'owner' });
-    });
-
-    it('refuses, in the client, a callback whose state is not the one it sent', async () => {
-      const user = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, user.id);
-      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: REDIRECT_URI });
-      const callback = await runAuthorization(new UserAgent(server.url), {
-        clientId: app.clientId,
-        redirectUri: REDIRECT_URI,
-        state: 'state-of-another-request',
-        login: { login: user.username, password: user.password },
-      });
-      const args = ['exchange', '--idp', server.url, '--client-id', app.clientId, '--redirect-uri', REDIRECT_URI, '--client-secret', app.clientSecret, '--state', 'the-state-it-sent', '--callback-url', callback.toString()];
-      const failure = await run(PYTHON, [SCRIPT, ...args]).then(() => undefined, (err: { stderr: string }) => err);
-      expect(failure, 'the exchange succeeded with a mismatched state').to.not.equal(undefined);
-      expect(failure!.stderr).to.include('MismatchingStateError');
+  before(async () => {
+    // Not a skip: CI installs the package, and a missing one must be seen, not passed over.
+    await run(PYTHON, ['-c', 'import requests_oauthlib']).catch(() => {
+      throw new Error(`${PYTHON} cannot import requests_oauthlib: install Debian's python3-requests-oauthlib (apt-get install python3-requests-oauthlib), as .ci/run does`);
     });
   });
-}
+
+  it('builds the authorize URL, exchanges the code with client_id and client_secret parameters and lists groups', async () => {
+    const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
+    const common = ['--idp', server.url, '--client-id', app.clientId, '--redirect-uri', REDIRECT_URI];
+
+    const { url, state } = (await python(['authorize', ...common])) as { url: string; state: string };
+    const built = new URL(url);
+    expect(`${built.origin}${built.pathname}`).to.equal(`${server.url}/login/oauth/authorize`);
+    expect(built.searchParams.get('state')).to.equal(state);
+
+    const callback = await authorize(
+      new Browser(server.url),
+      { clientId: built.searchParams.get('client_id')!, redirectUri: built.searchParams.get('redirect_uri')!, scope: built.searchParams.get('scope')!, state },
+      app.user,
+    );
+
+    const result = (await python(['exchange', ...common, '--client-secret', app.clientSecret, '--state', state, '--callback-url', callback.toString()])) as {
+      token: Record<string, unknown>;
+      groups: { data: { total: number; items: Array<{ id: number; role: string }> } };
+    };
+    expect(result.token.access_token).to.match(/^ho_/);
+    expect(result.token.token_type).to.equal('bearer');
+    expect(result.token.expire_in).to.equal('3600');
+    expect(result.token.scope).to.deep.equal(['groups:read-only']);
+    expect(result.groups.data.total).to.equal(1);
+    expect(result.groups.data.items[0]).to.include({ id: app.group.id, role: 'owner' });
+  });
+
+  it('refuses, in the client, a callback whose state is not the one it sent', async () => {
+    const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
+    const callback = await authorize(new Browser(server.url), { ...app, state: 'state-of-another-request' }, app.user);
+    const args = ['exchange', '--idp', server.url, '--client-id', app.clientId, '--redirect-uri', REDIRECT_URI, '--client-secret', app.clientSecret, '--state', 'the-state-it-sent', '--callback-url', callback.toString()];
+    const failure = await run(PYTHON, [SCRIPT, ...args]).then(() => undefined, (err: { stderr: string }) => err);
+    expect(failure, 'the exchange succeeded with a mismatched state').to.not.equal(undefined);
+    expect(failure!.stderr).to.include('MismatchingStateError');
+  });
+});

@@ -1,9 +1,9 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { runAuthorization } from '../helpers/oauth.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { Browser } from '../helpers/browser.js';
+import { makeClient } from '../helpers/factories.js';
+import { authorize } from '../helpers/oauth.js';
 
 const REDIRECT_URI = 'http://localhost:9999/seed-client/callback';
 
@@ -29,64 +29,43 @@ function postWithQueryOnly(url: string): Promise<{ status: number; headers: Reco
  * (nothing else: no response_type, no PKCE), then the token exchange with client_id,
  * client_secret, code and redirect_uri in the query string, then the API.
  */
-for (const profile of profiles()) {
-  describe(`a hand-written client that speaks only the README's curl flow (${profile})`, () => {
-    let server: RunningIdp;
+describeEachProfile("a hand-written client that speaks only the README's curl flow", (profile) => {
+  const server = useIdp(profile);
 
-    before(async () => {
-      server = await startIdp(profile);
+  it('exchanges the code with the four query parameters and lists groups with the token', async () => {
+    const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
+
+    const callback = await authorize(new Browser(server.url), { ...app, scope: 'groups:read-only', state: 'a-non-guessable-state' }, app.user);
+    expect(callback.searchParams.get('state')).to.equal('a-non-guessable-state');
+    const code = callback.searchParams.get('code')!;
+
+    const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code, redirect_uri: REDIRECT_URI });
+    const res = await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`);
+    expect(res.status, res.body).to.equal(200);
+    expect(res.headers['content-type']).to.match(/^application\/json/);
+    expect(res.headers['cache-control']).to.include('no-store');
+    const token = JSON.parse(res.body) as Record<string, unknown>;
+    expect(token.access_token).to.be.a('string').and.match(/^ho_[0-9A-Za-z]{36}$/);
+    expect(token.token_type).to.equal('bearer');
+    expect(token.scope).to.equal('groups:read-only');
+    expect(token.expire_in).to.equal('3600');
+
+    const groups = await fetch(`${server.url}/apis/v2/groups?pageNumber=1&pageSize=50`, {
+      headers: { Authorization: `Bearer ${token.access_token as string}` },
     });
-    after(() => server?.stop());
-
-    it('exchanges the code with the four query parameters and lists groups with the token', async () => {
-      const user = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, user.id);
-      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: REDIRECT_URI });
-
-      const callback = await runAuthorization(new UserAgent(server.url), {
-        clientId: app.clientId,
-        redirectUri: REDIRECT_URI,
-        scope: 'groups:read-only',
-        state: 'a-non-guessable-state',
-        login: { login: user.username, password: user.password },
-      });
-      expect(callback.searchParams.get('state')).to.equal('a-non-guessable-state');
-      const code = callback.searchParams.get('code')!;
-
-      const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code, redirect_uri: REDIRECT_URI });
-      const res = await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`);
-      expect(res.status, res.body).to.equal(200);
-      expect(res.headers['content-type']).to.match(/^application\/json/);
-      expect(res.headers['cache-control']).to.include('no-store');
-      const token = JSON.parse(res.body) as Record<string, unknown>;
-      expect(token.access_token).to.be.a('string').and.match(/^ho_[0-9A-Za-z]{36}$/);
-      expect(token.token_type).to.equal('bearer');
-      expect(token.scope).to.equal('groups:read-only');
-      expect(token.expire_in).to.equal('3600');
-
-      const groups = await fetch(`${server.url}/apis/v2/groups?pageNumber=1&pageSize=50`, {
-        headers: { Authorization: `Bearer ${token.access_token as string}` },
-      });
-      expect(groups.status).to.equal(200);
-      const body = (await groups.json()) as { data: { total: number; items: Array<{ id: number; path: string }> } };
-      expect(body.data.total).to.equal(1);
-      expect(body.data.items.map((g) => g.path)).to.deep.equal([group.path]);
-    });
-
-    it('refuses the same code a second time', async () => {
-      const user = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, user.id);
-      const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: REDIRECT_URI });
-      const callback = await runAuthorization(new UserAgent(server.url), {
-        clientId: app.clientId,
-        redirectUri: REDIRECT_URI,
-        login: { login: user.username, password: user.password },
-      });
-      const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: REDIRECT_URI });
-      expect((await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`)).status).to.equal(200);
-      const again = await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`);
-      expect(again.status).to.equal(400);
-      expect(JSON.parse(again.body)).to.include({ error: 'invalid_grant' });
-    });
+    expect(groups.status).to.equal(200);
+    const body = (await groups.json()) as { data: { total: number; items: Array<{ id: number; path: string }> } };
+    expect(body.data.total).to.equal(1);
+    expect(body.data.items.map((g) => g.path)).to.deep.equal([app.group.path]);
   });
-}
+
+  it('refuses the same code a second time', async () => {
+    const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
+    const callback = await authorize(new Browser(server.url), app, app.user);
+    const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: REDIRECT_URI });
+    expect((await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`)).status).to.equal(200);
+    const again = await postWithQueryOnly(`${server.url}/login/oauth/access_token?${query}`);
+    expect(again.status).to.equal(400);
+    expect(JSON.parse(again.body)).to.include({ error: 'invalid_grant' });
+  });
+});

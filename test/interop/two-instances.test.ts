@@ -1,45 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
-import { createServer } from 'node:net';
 import { expect } from 'chai';
+import { freePort, waitFor } from '../helpers/app.js';
+import { Browser } from '../helpers/browser.js';
 import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } from '../helpers/db.js';
-import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { runAuthorization } from '../helpers/oauth.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`instance exited early: ${log()}`);
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`instance at ${url} not ready: ${log()}`);
-}
+import { makeClient } from '../helpers/factories.js';
+import { authorize } from '../helpers/oauth.js';
 
 /**
  * A request to one instance as a load balancer forwards it: to that instance's address, naming
  * the public host (the issuer's) in `Host`, which is the only host an instance answers for.
  */
-function viaBalancer(instance: string, issuer: string, path: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${instance}${path}`, { method: options.method ?? 'GET', headers: { ...options.headers, host: new URL(issuer).host } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+async function viaBalancer(instance: string, issuer: string, path: string, options: { method?: string; headers?: Record<string, string> } = {}) {
+  const { status, text } = await new Browser(instance).request(path, { method: options.method, headers: { ...options.headers, host: new URL(issuer).host } });
+  return { status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
 }
 
 /**
@@ -72,7 +45,18 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       children.push(child);
       urls.push(`http://127.0.0.1:${port}`);
     }
-    await Promise.all(urls.map((url, i) => waitReady(url, children[i]!, () => outputs[i]!)));
+    await Promise.all(
+      urls.map((url, i) =>
+        waitFor(
+          () => {
+            if (children[i]!.exitCode !== null) throw new Error(`instance exited early: ${outputs[i]}`);
+            return fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+          },
+          () => `instance at ${url} not ready: ${outputs[i]}`,
+          30_000,
+        ),
+      ),
+    );
   });
 
   after(async () => {
@@ -82,17 +66,9 @@ describe('two instances sharing PostgreSQL and Redis', function () {
   });
 
   it('redeems at the second instance a code issued by the first, and each accepts the other\'s token', async () => {
-    const user = await makeUser(database.db);
-    const group = await makeGroup(database.db, user.id);
-    const redirectUri = 'http://127.0.0.1:9999/callback';
-    const app = await makeApp(database.db, user.id, group.id, { callbackURL: redirectUri });
-
-    const callback = await runAuthorization(new UserAgent(urls[0]!), {
-      clientId: app.clientId,
-      redirectUri,
-      login: { login: user.username, password: user.password },
-    });
-    const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: redirectUri });
+    const app = await makeClient(database.db);
+    const callback = await authorize(new Browser(urls[0]!), app, app.user);
+    const query = new URLSearchParams({ client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: app.redirectUri });
     const { status, body } = await viaBalancer(urls[1]!, issuer, `/login/oauth/access_token?${query}`, { method: 'POST' });
     expect(status, JSON.stringify(body)).to.equal(200);
     for (const url of urls) {
