@@ -1,56 +1,48 @@
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { CALLBACK, makeClient } from '../helpers/factories.js';
 
 /** Discovery advertises only what works end to end: DPoP and PAR are off until they do. */
-for (const profile of profiles()) {
-  describe(`honest discovery (${profile})`, () => {
-    let server: RunningIdp;
-    let doc: Record<string, unknown>;
+describeEachProfile('honest discovery', (profile) => {
+  const server = useIdp(profile);
+  let doc: Record<string, unknown>;
 
-    before(async () => {
-      server = await startIdp(profile);
-      doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    });
-    after(() => server.stop());
-
-    it('does not advertise DPoP', () => {
-      expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
-    });
-
-    it('does not advertise pushed authorization requests', () => {
-      expect(Object.keys(doc).filter((key) => key.includes('pushed_authorization'))).to.deep.equal([]);
-    });
-
-    it('answers a pushed authorization request with 404', async () => {
-      const owner = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, owner.id);
-      const app = await makeApp(server.idp.db, owner.id, group.id);
-      for (const path of ['/request', '/login/oauth/par']) {
-        const res = await fetch(`${server.url}${path}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/x-www-form-urlencoded',
-            authorization: `Basic ${Buffer.from(`${app.clientId}:${app.clientSecret}`).toString('base64')}`,
-          },
-          body: new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: 'http://127.0.0.1:9999/callback', scope: 'openid', state: 's' }).toString(),
-        });
-        expect(res.status, path).to.equal(404);
-      }
-    });
-
-    it('does not read a DPoP proof at the token endpoint', async () => {
-      // With DPoP on, an unparseable proof is invalid_dpop_proof; off, the header is not read at all.
-      const owner = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, owner.id);
-      const app = await makeApp(server.idp.db, owner.id, group.id);
-      const res = await fetch(`${server.url}/login/oauth/access_token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: 'not-a-jwt' },
-        body: new URLSearchParams({ code: 'unknown', client_id: app.clientId, client_secret: app.clientSecret, redirect_uri: 'http://127.0.0.1:9999/callback' }).toString(),
-      });
-      const body = (await res.json()) as { error: string };
-      expect(body.error).to.equal('invalid_grant');
-    });
+  before(async () => {
+    doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
   });
-}
+
+  it('does not advertise DPoP', () => {
+    expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
+  });
+
+  it('does not advertise pushed authorization requests', () => {
+    expect(Object.keys(doc).filter((key) => key.includes('pushed_authorization'))).to.deep.equal([]);
+  });
+
+  it('answers a pushed authorization request with 404', async () => {
+    const app = await makeClient(server.db);
+    for (const path of ['/request', '/login/oauth/par']) {
+      const res = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${app.clientId}:${app.clientSecret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: CALLBACK, scope: 'openid', state: 's' }).toString(),
+      });
+      expect(res.status, path).to.equal(404);
+    }
+  });
+
+  it('does not read a DPoP proof at the token endpoint', async () => {
+    // With DPoP on, an unparseable proof is invalid_dpop_proof; off, the header is not read at all.
+    const app = await makeClient(server.db);
+    const res = await fetch(`${server.url}/login/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: 'not-a-jwt' },
+      body: new URLSearchParams({ code: 'unknown', client_id: app.clientId, client_secret: app.clientSecret, redirect_uri: CALLBACK }).toString(),
+    });
+    const body = (await res.json()) as { error: string };
+    expect(body.error).to.equal('invalid_grant');
+  });
+});

@@ -2,13 +2,11 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { csrfFrom, formAction, UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { Browser, signIn } from '../helpers/browser.js';
+import { CALLBACK, makeClient, type Client, type TestUser } from '../helpers/factories.js';
+import { formAction } from '../helpers/html.js';
 import { authorizeUrl } from '../helpers/oauth.js';
-import { signIn } from '../api/support.js';
-
-const CALLBACK = 'http://127.0.0.1:9999/callback';
 
 function directives(csp: string | null): Map<string, string[]> {
   const map = new Map<string, string[]>();
@@ -37,112 +35,95 @@ describe('templates', () => {
   });
 });
 
-for (const profile of profiles()) {
-  describe(`security headers (${profile})`, () => {
-    let server: RunningIdp;
-    let owner: Awaited<ReturnType<typeof makeUser>>;
-    let app: Awaited<ReturnType<typeof makeApp>>;
+describeEachProfile('security headers', (profile) => {
+  const server = useIdp(profile);
+  let owner: TestUser;
+  let app: Client;
 
-    before(async () => {
-      server = await startIdp(profile);
-      owner = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, owner.id);
-      app = await makeApp(server.idp.db, owner.id, group.id, { callbackURL: CALLBACK });
-    });
-    after(() => server.stop());
+  before(async () => {
+    app = await makeClient(server.db);
+    owner = app.user;
+  });
 
-    it('sends the Content-Security-Policy on every page, without inline script', async () => {
-      const agent = await signIn(server, owner);
-      for (const path of ['/login', '/signup', '/groups', '/account/settings/tokens', '/no-such-page']) {
-        const res = await agent.get(path);
-        const csp = directives(res.headers.get('content-security-policy'));
-        expect(csp.get('default-src'), path).to.deep.equal(["'self'"]);
-        expect(csp.get('script-src'), path).to.deep.equal(["'self'"]);
-        expect(csp.get('style-src'), path).to.deep.equal(["'self'"]);
-        expect(csp.get('frame-ancestors'), path).to.deep.equal(["'none'"]);
-        expect(csp.get('object-src'), path).to.deep.equal(["'none'"]);
-        expect(csp.get('base-uri'), path).to.deep.equal(["'none'"]);
-        expect(csp.get('form-action'), path).to.deep.equal(["'self'"]);
-      }
-    });
-
-    it('serves pages whose scripts and styles all come from files', async () => {
-      const agent = await signIn(server, owner);
-      for (const path of ['/login', '/groups', '/account/settings/tokens']) {
-        const html = await (await agent.get(path)).text();
-        expect(html, path).to.not.match(/<script(?![^>]*\ssrc=)[^>]*>|<style|\sstyle=/i);
-      }
-    });
-
-    it('sends X-Content-Type-Options and Referrer-Policy on pages, the API and the OAuth endpoints', async () => {
-      for (const path of ['/login', '/apis/v2/user', '/.well-known/openid-configuration']) {
-        const res = await fetch(`${server.url}${path}`);
-        expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
-        expect(res.headers.get('referrer-policy'), path).to.equal('no-referrer');
-      }
-    });
-
-    it('renders the sign-out confirmation of RP-initiated logout in the site\'s layout, and it signs out', async () => {
-      const agent = await signIn(server, owner);
-      const page = await agent.get('/login/oauth/logout');
-      const html = await page.text();
-      expect(page.status).to.equal(200);
-      expect(html).to.include('id="op.logoutForm"').and.include('/static/site.css').and.not.match(/<style|\sstyle=/i);
-      const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)![1]!;
-      const done = await agent.postForm(formAction(html, '/logout/confirm'), { xsrf, logout: 'yes' });
-      const success = await agent.follow(new URL(done.headers.get('location')!, server.url).toString());
-      expect(await success.text()).to.include('Signed out');
-      expect((await agent.get('/groups')).status).to.equal(302);
-    });
-
-    it('sends no Strict-Transport-Security under an http ISSUER', async () => {
-      const res = await fetch(`${server.url}/login`);
-      expect(res.headers.get('strict-transport-security')).to.equal(null);
-    });
-
-    it('lets the sign-in and consent pages of a flow reach the application\'s callback origin, and nothing else', async () => {
-      const agent = new UserAgent(server.url);
-      const res = await agent.follow(authorizeUrl(server.url, { clientId: app.clientId, redirectUri: CALLBACK }));
-      expect(res.status).to.equal(200);
-      expect(directives(res.headers.get('content-security-policy')).get('form-action')).to.deep.equal(["'self'", 'http://127.0.0.1:9999']);
-    });
-
-    it('adds the digest of the form_post page\'s one inline script to its script-src', async () => {
-      const agent = new UserAgent(server.url);
-      let res = await agent.follow(authorizeUrl(server.url, { clientId: app.clientId, redirectUri: CALLBACK, extra: { response_mode: 'form_post' } }));
-      let html = await res.text();
-      for (let step = 0; step < 3 && !html.includes(`action="${CALLBACK}"`); step += 1) {
-        const fields: Record<string, string> = html.includes('name="password"') ? { login: owner.username, password: owner.password } : {};
-        const posted = await agent.postForm(formAction(html, html.includes('name="password"') ? '/login' : '/confirm'), { _csrf: csrfFrom(html), ...fields });
-        res = await agent.follow(new URL(posted.headers.get('location')!, server.url).toString());
-        html = await res.text();
-      }
-      expect(html).to.include(`action="${CALLBACK}"`);
-      const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
-      const digest = `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
+  it('sends the Content-Security-Policy on every page, without inline script', async () => {
+    const browser = await signIn(server.url, owner);
+    for (const path of ['/login', '/signup', '/groups', '/account/settings/tokens', '/no-such-page']) {
+      const res = await browser.get(path);
       const csp = directives(res.headers.get('content-security-policy'));
-      expect(csp.get('script-src')).to.deep.equal(["'self'", digest]);
-      expect(csp.get('frame-ancestors')).to.deep.equal(["'none'"]);
-    });
+      expect(csp.get('default-src'), path).to.deep.equal(["'self'"]);
+      expect(csp.get('script-src'), path).to.deep.equal(["'self'"]);
+      expect(csp.get('style-src'), path).to.deep.equal(["'self'"]);
+      expect(csp.get('frame-ancestors'), path).to.deep.equal(["'none'"]);
+      expect(csp.get('object-src'), path).to.deep.equal(["'none'"]);
+      expect(csp.get('base-uri'), path).to.deep.equal(["'none'"]);
+      expect(csp.get('form-action'), path).to.deep.equal(["'self'"]);
+    }
   });
 
-  describe(`security headers under an https ISSUER (${profile})`, () => {
-    let server: RunningIdp;
-    before(async () => {
-      server = await startIdp(profile, { ISSUER: 'https://idp.example' });
-    });
-    after(() => server.stop());
-
-    it('sends Strict-Transport-Security', async () => {
-      const { port } = server.server.address() as { port: number };
-      const http = await import('node:http');
-      const hsts = await new Promise<string | undefined>((resolve, reject) => {
-        http.get(`http://127.0.0.1:${port}/login`, { headers: { host: 'idp.example' } }, (res) => {
-          res.resume();
-          resolve(res.headers['strict-transport-security'] as string | undefined);
-        }).on('error', reject);
-      });
-      expect(hsts).to.equal('max-age=31536000');
-    });
+  it('serves pages whose scripts and styles all come from files', async () => {
+    const browser = await signIn(server.url, owner);
+    for (const path of ['/login', '/groups', '/account/settings/tokens']) {
+      const html = (await browser.get(path)).text;
+      expect(html, path).to.not.match(/<script(?![^>]*\ssrc=)[^>]*>|<style|\sstyle=/i);
+    }
   });
-}
+
+  it('sends X-Content-Type-Options and Referrer-Policy on pages, the API and the OAuth endpoints', async () => {
+    for (const path of ['/login', '/apis/v2/user', '/.well-known/openid-configuration']) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
+      expect(res.headers.get('referrer-policy'), path).to.equal('no-referrer');
+    }
+  });
+
+  it('renders the sign-out confirmation of RP-initiated logout in the site\'s layout, and it signs out', async () => {
+    const browser = await signIn(server.url, owner);
+    const page = await browser.get('/login/oauth/logout');
+    const html = page.text;
+    expect(page.status).to.equal(200);
+    expect(html).to.include('id="op.logoutForm"').and.include('/static/site.css').and.not.match(/<style|\sstyle=/i);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)![1]!;
+    const done = await browser.postForm(formAction(html, '/logout/confirm'), { xsrf, logout: 'yes' });
+    const success = await browser.follow(done);
+    expect(success.text).to.include('Signed out');
+    expect((await browser.get('/groups')).status).to.equal(302);
+  });
+
+  it('sends no Strict-Transport-Security under an http ISSUER', async () => {
+    const res = await fetch(`${server.url}/login`);
+    expect(res.headers.get('strict-transport-security')).to.equal(null);
+  });
+
+  it('lets the sign-in and consent pages of a flow reach the application\'s callback origin, and nothing else', async () => {
+    const browser = new Browser(server.url);
+    const res = await browser.follow(authorizeUrl(server.url, app));
+    expect(res.status).to.equal(200);
+    expect(directives(res.headers.get('content-security-policy')).get('form-action')).to.deep.equal(["'self'", 'http://127.0.0.1:9999']);
+  });
+
+  it('adds the digest of the form_post page\'s one inline script to its script-src', async () => {
+    const browser = new Browser(server.url);
+    let res = await browser.follow(authorizeUrl(server.url, { ...app, extra: { response_mode: 'form_post' } }));
+    let html = res.text;
+    for (let step = 0; step < 3 && !html.includes(`action="${CALLBACK}"`); step += 1) {
+      const fields: Record<string, string> = html.includes('name="password"') ? { login: owner.username, password: owner.password } : {};
+      res = await browser.follow(await browser.submit(formAction(html, html.includes('name="password"') ? '/login' : '/confirm'), fields));
+      html = res.text;
+    }
+    expect(html).to.include(`action="${CALLBACK}"`);
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
+    const digest = `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
+    const csp = directives(res.headers.get('content-security-policy'));
+    expect(csp.get('script-src')).to.deep.equal(["'self'", digest]);
+    expect(csp.get('frame-ancestors')).to.deep.equal(["'none'"]);
+  });
+});
+
+describeEachProfile('security headers under an https ISSUER', (profile) => {
+  const server = useIdp(profile, { ISSUER: 'https://idp.example' });
+
+  it('sends Strict-Transport-Security', async () => {
+    const res = await new Browser(server.local).request('/login', { headers: { host: 'idp.example' } });
+    expect(res.headers.get('strict-transport-security')).to.equal('max-age=31536000');
+  });
+});

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
 
 interface Answer {
   status: number;
@@ -25,88 +25,82 @@ function send(agent: http.Agent, url: string, options: { method?: string; header
 }
 
 /** An answer given before the body was read leaves a keep-alive connection usable for the next request. */
-for (const profile of profiles()) {
-  describe(`early answers and keep-alive connections (${profile})`, () => {
-    let server: RunningIdp;
-    let agent: http.Agent;
+describeEachProfile('early answers and keep-alive connections', (profile) => {
+  const server = useIdp(profile);
+  let agent: http.Agent;
 
-    before(async () => {
-      server = await startIdp(profile);
-    });
-    after(() => server.stop());
-    beforeEach(() => {
-      agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    });
-    afterEach(() => agent.destroy());
-
-    /** The early answer, then a second request that must succeed on the same agent. */
-    async function thenHealthz(_first: Answer): Promise<Answer> {
-      const next = await send(agent, `${server.url}/healthz`);
-      expect(next.status, next.body).to.equal(200);
-      return next;
-    }
-
-    const form = (size: number) => `client_id=x&code=${'a'.repeat(size)}`;
-
-    it('serves the next request on the same connection after the token endpoint\'s 413', async () => {
-      const first = await send(agent, `${server.url}/login/oauth/access_token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: form(512 * 1024),
-      });
-      expect(first.status).to.equal(413);
-      expect((await thenHealthz(first)).reusedSocket).to.equal(true);
-    });
-
-    it('serves the next request after a 413 on a chunked token request body', async () => {
-      const first = await send(agent, `${server.url}/login/oauth/access_token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' },
-        body: form(512 * 1024),
-      });
-      expect(first.status).to.equal(413);
-      await thenHealthz(first);
-    });
-
-    it('says Connection: close on a 413 for a body too large to drain, and the next request works', async () => {
-      const first = await send(agent, `${server.url}/login/oauth/access_token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: form(3 * 1024 * 1024),
-      });
-      expect(first.status).to.equal(413);
-      expect(first.headers.connection).to.equal('close');
-      await thenHealthz(first);
-    });
-
-    it('serves the next request on the same connection after the API\'s 401 to a request with a body', async () => {
-      const first = await send(agent, `${server.url}/apis/v2/groups/1/oauth-apps`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'x'.repeat(30_000) }),
-      });
-      expect(first.status).to.equal(401);
-      expect((await thenHealthz(first)).reusedSocket).to.equal(true);
-    });
-
-    it('serves the next request on the same connection after the API\'s 415', async () => {
-      const first = await send(agent, `${server.url}/apis/v2/groups/1/oauth-apps`, {
-        method: 'POST',
-        headers: { 'content-type': 'text/plain', authorization: 'Bearer ha_x' },
-        body: 'x'.repeat(30_000),
-      });
-      expect([401, 415]).to.include(first.status);
-      expect((await thenHealthz(first)).reusedSocket).to.equal(true);
-    });
-
-    it('serves the next request on the same connection after a page\'s 413', async () => {
-      const first = await send(agent, `${server.url}/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: `login=${'x'.repeat(100 * 1024)}`,
-      });
-      expect(first.status).to.equal(413);
-      expect((await thenHealthz(first)).reusedSocket).to.equal(true);
-    });
+  beforeEach(() => {
+    agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   });
-}
+  afterEach(() => agent.destroy());
+
+  /** The early answer, then a second request that must succeed on the same agent. */
+  async function thenHealthz(_first: Answer): Promise<Answer> {
+    const next = await send(agent, `${server.url}/healthz`);
+    expect(next.status, next.body).to.equal(200);
+    return next;
+  }
+
+  const form = (size: number) => `client_id=x&code=${'a'.repeat(size)}`;
+
+  it('serves the next request on the same connection after the token endpoint\'s 413', async () => {
+    const first = await send(agent, `${server.url}/login/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form(512 * 1024),
+    });
+    expect(first.status).to.equal(413);
+    expect((await thenHealthz(first)).reusedSocket).to.equal(true);
+  });
+
+  it('serves the next request after a 413 on a chunked token request body', async () => {
+    const first = await send(agent, `${server.url}/login/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' },
+      body: form(512 * 1024),
+    });
+    expect(first.status).to.equal(413);
+    await thenHealthz(first);
+  });
+
+  it('says Connection: close on a 413 for a body too large to drain, and the next request works', async () => {
+    const first = await send(agent, `${server.url}/login/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form(3 * 1024 * 1024),
+    });
+    expect(first.status).to.equal(413);
+    expect(first.headers.connection).to.equal('close');
+    await thenHealthz(first);
+  });
+
+  it('serves the next request on the same connection after the API\'s 401 to a request with a body', async () => {
+    const first = await send(agent, `${server.url}/apis/v2/groups/1/oauth-apps`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x'.repeat(30_000) }),
+    });
+    expect(first.status).to.equal(401);
+    expect((await thenHealthz(first)).reusedSocket).to.equal(true);
+  });
+
+  it('serves the next request on the same connection after the API\'s 415', async () => {
+    const first = await send(agent, `${server.url}/apis/v2/groups/1/oauth-apps`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', authorization: 'Bearer ha_x' },
+      body: 'x'.repeat(30_000),
+    });
+    expect([401, 415]).to.include(first.status);
+    expect((await thenHealthz(first)).reusedSocket).to.equal(true);
+  });
+
+  it('serves the next request on the same connection after a page\'s 413', async () => {
+    const first = await send(agent, `${server.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `login=${'x'.repeat(100 * 1024)}`,
+    });
+    expect(first.status).to.equal(413);
+    expect((await thenHealthz(first)).reusedSocket).to.equal(true);
+  });
+});

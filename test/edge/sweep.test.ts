@@ -2,10 +2,9 @@ import { connect } from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { openApiDocument } from '../../src/api/openapi.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { csrfFrom, type UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
-import { personalToken, signIn } from '../api/support.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { signIn, type Browser } from '../helpers/browser.js';
+import { makeClient, personalToken } from '../helpers/factories.js';
 
 /**
  * A property-based sweep of everything a stranger can send: every operation of the OpenAPI
@@ -249,90 +248,82 @@ function formEncode(fields: Array<[string, unknown]>): string {
   return fields.map(([k, v]) => `${pct(k)}=${pct(typeof v === 'string' ? v : JSON.stringify(v) ?? '')}`).join('&');
 }
 
-for (const profile of profiles()) {
-  describe(`a property-based sweep of every route never answers 5xx (${profile})`, function () {
-    this.timeout(120_000);
-    let server: RunningIdp;
-    let port: number;
-    let known: Known;
-    let token: string;
-    let basic: string;
-    let agent: UserAgent;
-    let csrf: string;
+describeEachProfile('a property-based sweep of every route never answers 5xx', function (profile) {
+  this.timeout(120_000);
+  const server = useIdp(profile);
+  let port: number;
+  let known: Known;
+  let token: string;
+  let basic: string;
+  let browser: Browser;
 
-    before(async () => {
-      server = await startIdp(profile);
-      port = (server.server.address() as { port: number }).port;
-      const owner = await makeUser(server.idp.db);
-      const group = await makeGroup(server.idp.db, owner.id);
-      const app = await makeApp(server.idp.db, owner.id, group.id);
-      known = { groupId: group.id, groupPath: group.path, clientId: app.clientId, userId: owner.id };
-      token = await personalToken(server, owner.id, { scopes: ['groups:read-write'] });
-      basic = `Basic ${Buffer.from(`${app.clientId}:${app.clientSecret}`).toString('base64')}`;
-      agent = await signIn(server, owner);
-      csrf = csrfFrom(await (await agent.get('/groups')).text());
-    });
-    after(() => server.stop());
-
-    async function send(route: Route, c: Case): Promise<RawAnswer> {
-      const real = route.real(known);
-      const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => (c.params[name]!.real && real[name] ? pct(real[name]) : c.params[name]!.value));
-      const query = c.query.map(([k, v]) => `${k}=${v}`).join('&');
-      const target = query ? `${path}?${query}` : path;
-      const fields = route.body === 'form' && route.auth === 'page' ? [['_csrf', c.validCsrf ? csrf : 'x'] as [string, unknown], ...c.fields] : c.fields;
-      let body = Buffer.alloc(0);
-      let type = c.contentType;
-      if (route.body === 'json') {
-        body = Buffer.from(JSON.stringify(Object.fromEntries(fields)));
-        type ??= 'application/json';
-      } else if (route.body === 'form') {
-        body = Buffer.from(formEncode(fields));
-        type ??= 'application/x-www-form-urlencoded';
-      }
-      const headers: Array<[string, string]> = [['Host', `127.0.0.1:${port}`], ['Connection', 'close']];
-      if (c.authorized && route.auth === 'bearer') headers.push(['Authorization', `Bearer ${token}`]);
-      if (c.authorized && route.auth === 'basic') headers.push(['Authorization', basic]);
-      if (c.authorized && route.auth === 'page') headers.push(['Cookie', agent.cookieHeader()]);
-      if (type && route.body !== 'none') headers.push(['Content-Type', type]);
-      headers.push(...c.headers, ['Content-Length', String(body.length)]);
-      const head = `${route.method} ${target} HTTP/1.1\r\n${headers.map(([k, v]) => `${k}: ${Buffer.from(v, 'utf8').toString('latin1')}`).join('\r\n')}\r\n\r\n`;
-      return rawRequest(port, head, body);
-    }
-
-    let started = 0;
-    before(() => {
-      started = Date.now();
-    });
-    const stats: Record<string, Record<number, number>> = {};
-    after(() => {
-      if (process.env.SWEEP_STATS) console.log(JSON.stringify(stats, null, 0).replace(/\},/g, '},\n'));
-    });
-    const routes = () => [...apiRoutes('http://127.0.0.1'), ...OAUTH_ROUTES, ...PAGE_ROUTES];
-
-    it('covers every operation of the OpenAPI document', () => {
-      const names = new Set(routes().map((r) => r.name));
-      const doc = openApiDocument('http://127.0.0.1') as { paths: Record<string, Record<string, unknown>> };
-      for (const [path, ops] of Object.entries(doc.paths)) {
-        for (const method of Object.keys(ops)) expect(names.has(`${method.toUpperCase()} /apis/v2${path}`)).to.equal(true);
-      }
-    });
-
-    for (const route of routes()) {
-      it(`${route.name}: no 5xx, no stack trace`, async () => {
-        await fc.assert(
-          fc.asyncProperty(caseFor(route, known), async (c) => {
-            const answer = await send(route, c);
-            if (process.env.SWEEP_STATS) (stats[route.name] ??= {})[answer.status] = ((stats[route.name] ??= {})[answer.status] ?? 0) + 1;
-            if (answer.status >= 500) throw new Error(`${answer.status}: ${answer.text.slice(0, 400)}`);
-            if (/\n\s+at .+:\d+:\d+\)?\n/.test(answer.text)) throw new Error(`a stack trace in the answer: ${answer.text.slice(0, 400)}`);
-          }),
-          { numRuns: RUNS_PER_ROUTE },
-        );
-      });
-    }
-
-    it('stays within its time budget', () => {
-      expect(Date.now() - started).to.be.below(60_000);
-    });
+  before(async () => {
+    port = Number(new URL(server.local).port);
+    const { user: owner, group, clientId, clientSecret } = await makeClient(server.db);
+    known = { groupId: group.id, groupPath: group.path, clientId, userId: owner.id };
+    token = await personalToken(server.db, owner.id, { scopes: ['groups:read-write'] });
+    basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
+    browser = await signIn(server.url, owner);
   });
-}
+
+  async function send(route: Route, c: Case): Promise<RawAnswer> {
+    const real = route.real(known);
+    const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => (c.params[name]!.real && real[name] ? pct(real[name]) : c.params[name]!.value));
+    const query = c.query.map(([k, v]) => `${k}=${v}`).join('&');
+    const target = query ? `${path}?${query}` : path;
+    const fields = route.body === 'form' && route.auth === 'page' ? [['_csrf', c.validCsrf ? browser.csrf : 'x'] as [string, unknown], ...c.fields] : c.fields;
+    let body = Buffer.alloc(0);
+    let type = c.contentType;
+    if (route.body === 'json') {
+      body = Buffer.from(JSON.stringify(Object.fromEntries(fields)));
+      type ??= 'application/json';
+    } else if (route.body === 'form') {
+      body = Buffer.from(formEncode(fields));
+      type ??= 'application/x-www-form-urlencoded';
+    }
+    const headers: Array<[string, string]> = [['Host', `127.0.0.1:${port}`], ['Connection', 'close']];
+    if (c.authorized && route.auth === 'bearer') headers.push(['Authorization', `Bearer ${token}`]);
+    if (c.authorized && route.auth === 'basic') headers.push(['Authorization', basic]);
+    if (c.authorized && route.auth === 'page') headers.push(['Cookie', browser.cookieHeader()]);
+    if (type && route.body !== 'none') headers.push(['Content-Type', type]);
+    headers.push(...c.headers, ['Content-Length', String(body.length)]);
+    const head = `${route.method} ${target} HTTP/1.1\r\n${headers.map(([k, v]) => `${k}: ${Buffer.from(v, 'utf8').toString('latin1')}`).join('\r\n')}\r\n\r\n`;
+    return rawRequest(port, head, body);
+  }
+
+  let started = 0;
+  before(() => {
+    started = Date.now();
+  });
+  const stats: Record<string, Record<number, number>> = {};
+  after(() => {
+    if (process.env.SWEEP_STATS) console.log(JSON.stringify(stats, null, 0).replace(/\},/g, '},\n'));
+  });
+  const routes = () => [...apiRoutes('http://127.0.0.1'), ...OAUTH_ROUTES, ...PAGE_ROUTES];
+
+  it('covers every operation of the OpenAPI document', () => {
+    const names = new Set(routes().map((r) => r.name));
+    const doc = openApiDocument('http://127.0.0.1') as { paths: Record<string, Record<string, unknown>> };
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const method of Object.keys(ops)) expect(names.has(`${method.toUpperCase()} /apis/v2${path}`)).to.equal(true);
+    }
+  });
+
+  for (const route of routes()) {
+    it(`${route.name}: no 5xx, no stack trace`, async () => {
+      await fc.assert(
+        fc.asyncProperty(caseFor(route, known), async (c) => {
+          const answer = await send(route, c);
+          if (process.env.SWEEP_STATS) (stats[route.name] ??= {})[answer.status] = ((stats[route.name] ??= {})[answer.status] ?? 0) + 1;
+          if (answer.status >= 500) throw new Error(`${answer.status}: ${answer.text.slice(0, 400)}`);
+          if (/\n\s+at .+:\d+:\d+\)?\n/.test(answer.text)) throw new Error(`a stack trace in the answer: ${answer.text.slice(0, 400)}`);
+        }),
+        { numRuns: RUNS_PER_ROUTE },
+      );
+    });
+  }
+
+  it('stays within its time budget', () => {
+    expect(Date.now() - started).to.be.below(60_000);
+  });
+});

@@ -53,7 +53,6 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
     idp,
     db: idp.db,
     database,
-    server,
     /** The issuer, e.g. http://127.0.0.1:40123 */
     url: config.issuer,
     /** Where the server listens, whatever the issuer says. */
