@@ -10,7 +10,7 @@ import { createDb } from '../../src/db/knex.js';
 import { migrationSource } from '../../src/db/migrations/index.js';
 import { findUserByUsername } from '../../src/db/users.js';
 import { verifyPassword } from '../../src/services/passwords.js';
-import { databaseKinds, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { describeEachProfile, useDatabase } from '../helpers/app.js';
 import { makeGroup, makeUser } from '../helpers/factories.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -70,174 +70,160 @@ function tmpSqliteUrl(): { url: string; remove(): void } {
   };
 }
 
-for (const kind of databaseKinds()) {
-  describe(`idp CLI against ${kind}`, () => {
-    let t: TestDatabase;
-    before(async () => {
-      t = await freshDatabase(kind);
-    });
-    after(async () => {
-      await t?.drop();
-    });
+describeEachProfile('idp CLI', (profile) => {
+  const t = useDatabase(profile);
 
-    it('migrate reports nothing to apply on an up-to-date database', async () => {
-      expect(json(await idp(t.url, ['migrate', '--json']))).to.deep.equal({ applied: [] });
-    });
-
-    it('user create prints the new user and takes the password from stdin', async () => {
-      const username = `cli-${unique()}`;
-      const password = 'pass word from stdin';
-      const user = json(
-        await idp(t.url, ['user', 'create', '--username', username, '--email', `${username}@example.test`, '--name', 'Cli User', '--password-stdin', '--json'], `${password}\r\n`),
-      );
-      expect(user).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt');
-      expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User' });
-      expect(user.id).to.be.a('number');
-      expect(user.createdAt).to.match(ISO_TIME);
-      const row = (await findUserByUsername(t.db, username))!;
-      expect(row.id).to.equal(user.id);
-      expect(await verifyPassword(password, row.password_hash)).to.equal(true);
-      expect(await verifyPassword(`${password}\r`, row.password_hash)).to.equal(false);
-    });
-
-    it('user create refuses a username taken in another case, naming username', async () => {
-      const taken = await makeUser(t.db);
-      const line = refusal(
-        await idp(t.url, ['user', 'create', '--username', taken.username.toUpperCase(), '--email', `${unique()}@example.test`, '--password-stdin'], 'long enough\n'),
-      );
-      expect(line).to.equal(`idp: username "${taken.username.toUpperCase()}" is already taken`);
-    });
-
-    it('group create makes the group with its owner', async () => {
-      const owner = await makeUser(t.db);
-      const path = `team-${unique()}`;
-      const group = json(
-        await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
-      );
-      expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'createdAt', 'updatedAt');
-      expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
-      expect(group.createdAt).to.match(ISO_TIME);
-      const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');
-      expect(membership).to.deep.equal({ role: 'owner' });
-    });
-
-    it('group add-member gives a user a role', async () => {
-      const owner = await makeUser(t.db);
-      const newcomer = await makeUser(t.db);
-      const group = await makeGroup(t.db, owner.id);
-      const member = json(
-        await idp(t.url, ['group', 'add-member', '--group', group.path, '--user', newcomer.username, '--role', 'maintainer', '--json']),
-      );
-      expect(member).to.deep.equal({ groupId: group.id, userId: newcomer.id, username: newcomer.username, role: 'maintainer' });
-      const membership = await t.db('memberships').where({ group_id: group.id, user_id: newcomer.id }).first('role');
-      expect(membership).to.deep.equal({ role: 'maintainer' });
-    });
-
-    it('app create prints the client secret once and stores only its digest', async () => {
-      const owner = await makeUser(t.db);
-      const group = await makeGroup(t.db, owner.id);
-      const app = json(
-        await idp(t.url, [
-          'app', 'create', '--group', group.path, '--name', 'CLI App',
-          '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
-        ]),
-      );
-      expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt');
-      expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });
-      expect(app.signOutRedirectURLs).to.deep.equal([]);
-      const secret = String(app.clientSecret);
-      expect(secret).to.match(SECRET_SHAPE);
-
-      const stored = await t.db('oauth_app_secrets as s')
-        .join('oauth_apps as a', 'a.id', 's.app_id')
-        .where('a.client_id', String(app.clientID))
-        .select('s.*');
-      expect(stored).to.have.length(1);
-      expect(stored[0].digest).to.equal(createHash('sha256').update(secret).digest('base64url'));
-      const everything = JSON.stringify([
-        await t.db('oauth_app_secrets').select(),
-        await t.db('oauth_apps').select(),
-        await t.db('audit_events').select(),
-      ]);
-      expect(everything).to.not.include(secret);
-      expect(everything).to.not.include(secret.slice(3, 33));
-      if (kind === 'sqlite') {
-        const file = t.url.slice('sqlite:'.length);
-        for (const f of [file, `${file}-wal`]) {
-          if (existsSync(f)) expect(readFileSync(f).includes(secret.slice(3, 33)), f).to.equal(false);
-        }
-      }
-    });
-
-    it('app create takes --sign-out-url once for each sign-out redirect URL', async () => {
-      const owner = await makeUser(t.db);
-      const group = await makeGroup(t.db, owner.id);
-      const app = json(
-        await idp(t.url, [
-          'app', 'create', '--group', group.path, '--name', 'Signs out', '--homepage-url', 'https://so.example.test',
-          '--callback-url', 'https://so.example.test/cb', '--sign-out-url', 'https://so.example.test/bye', '--sign-out-url', 'http://localhost:8080/bye', '--json',
-        ]),
-      );
-      expect(app.signOutRedirectURLs).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
-      const row = await t.db('oauth_apps').where({ client_id: String(app.clientID) }).first('sign_out_urls');
-      expect(JSON.parse(row.sign_out_urls)).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
-    });
-
-    it('app create refuses a bad --sign-out-url, naming the flag', async () => {
-      const owner = await makeUser(t.db);
-      const group = await makeGroup(t.db, owner.id);
-      const line = refusal(await idp(t.url, [
-        'app', 'create', '--group', group.path, '--name', 'Bad', '--homepage-url', 'https://b.example.test',
-        '--callback-url', 'https://b.example.test/cb', '--sign-out-url', 'http://b.example.test/bye',
-      ]));
-      expect(line).to.equal('idp: --sign-out-url: signOutRedirectURLs[0] must use https (http only for localhost, 127.0.0.1 or [::1])');
-    });
-
-    it('token create prints an ha_ token once, stores only its digest, and the bearer lookup finds it as its user', async () => {
-      const user = await makeUser(t.db);
-      const created = json(
-        await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'ci', '--scope', 'groups:read-only groups:read-write', '--expires-in-days', '30', '--json']),
-      );
-      expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt');
-      expect(created).to.include({ name: 'ci', lastUsedAt: null });
-      expect(created.scopes).to.deep.equal(['groups:read-only', 'groups:read-write']);
-      const token = String(created.token);
-      expect(token).to.match(/^ha_[0-9A-Za-z]{36}$/);
-      const days = (Date.parse(String(created.expiresAt)) - Date.now()) / 86_400_000;
-      expect(days).to.be.within(29.9, 30.1);
-      const rows = await t.db('personal_access_tokens').select();
-      expect(JSON.stringify(rows)).to.not.include(token.slice(3, 33));
-      const found = await findAccessTokenByDigest(t.db, createHash('sha256').update(token).digest('base64url'));
-      expect(found?.user_id, 'the bearer check finds it as its user').to.equal(user.id);
-    });
-
-    it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {
-      const user = await makeUser(t.db);
-      expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
-      expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
-      expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
-    });
-
-    it('keys rotate adds a signing key', async () => {
-      const count = async () => Number(((await t.db('keys').where({ kind: 'signing' }).count({ n: '*' }).first()) as { n: number | string }).n);
-      const before = await count();
-      const { kid } = json(await idp(t.url, ['keys', 'rotate', '--json']));
-      expect(kid).to.be.a('string').and.not.equal('');
-      expect(await count()).to.equal(before + 1);
-      const newest = await t.db('keys').where({ kind: 'signing' }).orderBy('id', 'desc').first('material');
-      expect(JSON.parse(newest.material)).to.include({ kid, use: 'sig', alg: 'RS256' });
-    });
+  it('migrate reports nothing to apply on an up-to-date database', async () => {
+    expect(json(await idp(t.url, ['migrate', '--json']))).to.deep.equal({ applied: [] });
   });
-}
+
+  it('user create prints the new user and takes the password from stdin', async () => {
+    const username = `cli-${unique()}`;
+    const password = 'pass word from stdin';
+    const user = json(
+      await idp(t.url, ['user', 'create', '--username', username, '--email', `${username}@example.test`, '--name', 'Cli User', '--password-stdin', '--json'], `${password}\r\n`),
+    );
+    expect(user).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt');
+    expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User' });
+    expect(user.id).to.be.a('number');
+    expect(user.createdAt).to.match(ISO_TIME);
+    const row = (await findUserByUsername(t.db, username))!;
+    expect(row.id).to.equal(user.id);
+    expect(await verifyPassword(password, row.password_hash)).to.equal(true);
+    expect(await verifyPassword(`${password}\r`, row.password_hash)).to.equal(false);
+  });
+
+  it('user create refuses a username taken in another case, naming username', async () => {
+    const taken = await makeUser(t.db);
+    const line = refusal(
+      await idp(t.url, ['user', 'create', '--username', taken.username.toUpperCase(), '--email', `${unique()}@example.test`, '--password-stdin'], 'long enough\n'),
+    );
+    expect(line).to.equal(`idp: username "${taken.username.toUpperCase()}" is already taken`);
+  });
+
+  it('group create makes the group with its owner', async () => {
+    const owner = await makeUser(t.db);
+    const path = `team-${unique()}`;
+    const group = json(
+      await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
+    );
+    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'createdAt', 'updatedAt');
+    expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
+    expect(group.createdAt).to.match(ISO_TIME);
+    const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');
+    expect(membership).to.deep.equal({ role: 'owner' });
+  });
+
+  it('group add-member gives a user a role', async () => {
+    const owner = await makeUser(t.db);
+    const newcomer = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const member = json(
+      await idp(t.url, ['group', 'add-member', '--group', group.path, '--user', newcomer.username, '--role', 'maintainer', '--json']),
+    );
+    expect(member).to.deep.equal({ groupId: group.id, userId: newcomer.id, username: newcomer.username, role: 'maintainer' });
+    const membership = await t.db('memberships').where({ group_id: group.id, user_id: newcomer.id }).first('role');
+    expect(membership).to.deep.equal({ role: 'maintainer' });
+  });
+
+  it('app create prints the client secret once and stores only its digest', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const app = json(
+      await idp(t.url, [
+        'app', 'create', '--group', group.path, '--name', 'CLI App',
+        '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
+      ]),
+    );
+    expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt');
+    expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });
+    expect(app.signOutRedirectURLs).to.deep.equal([]);
+    const secret = String(app.clientSecret);
+    expect(secret).to.match(SECRET_SHAPE);
+
+    const stored = await t.db('oauth_app_secrets as s')
+      .join('oauth_apps as a', 'a.id', 's.app_id')
+      .where('a.client_id', String(app.clientID))
+      .select('s.*');
+    expect(stored).to.have.length(1);
+    expect(stored[0].digest).to.equal(createHash('sha256').update(secret).digest('base64url'));
+    const everything = JSON.stringify([
+      await t.db('oauth_app_secrets').select(),
+      await t.db('oauth_apps').select(),
+      await t.db('audit_events').select(),
+    ]);
+    expect(everything).to.not.include(secret);
+    expect(everything).to.not.include(secret.slice(3, 33));
+    if (t.kind === 'sqlite') {
+      const file = t.url.slice('sqlite:'.length);
+      for (const f of [file, `${file}-wal`]) {
+        if (existsSync(f)) expect(readFileSync(f).includes(secret.slice(3, 33)), f).to.equal(false);
+      }
+    }
+  });
+
+  it('app create takes --sign-out-url once for each sign-out redirect URL', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const app = json(
+      await idp(t.url, [
+        'app', 'create', '--group', group.path, '--name', 'Signs out', '--homepage-url', 'https://so.example.test',
+        '--callback-url', 'https://so.example.test/cb', '--sign-out-url', 'https://so.example.test/bye', '--sign-out-url', 'http://localhost:8080/bye', '--json',
+      ]),
+    );
+    expect(app.signOutRedirectURLs).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
+    const row = await t.db('oauth_apps').where({ client_id: String(app.clientID) }).first('sign_out_urls');
+    expect(JSON.parse(row.sign_out_urls)).to.deep.equal(['https://so.example.test/bye', 'http://localhost:8080/bye']);
+  });
+
+  it('app create refuses a bad --sign-out-url, naming the flag', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const line = refusal(await idp(t.url, [
+      'app', 'create', '--group', group.path, '--name', 'Bad', '--homepage-url', 'https://b.example.test',
+      '--callback-url', 'https://b.example.test/cb', '--sign-out-url', 'http://b.example.test/bye',
+    ]));
+    expect(line).to.equal('idp: --sign-out-url: signOutRedirectURLs[0] must use https (http only for localhost, 127.0.0.1 or [::1])');
+  });
+
+  it('token create prints an ha_ token once, stores only its digest, and the bearer lookup finds it as its user', async () => {
+    const user = await makeUser(t.db);
+    const created = json(
+      await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'ci', '--scope', 'groups:read-only groups:read-write', '--expires-in-days', '30', '--json']),
+    );
+    expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt');
+    expect(created).to.include({ name: 'ci', lastUsedAt: null });
+    expect(created.scopes).to.deep.equal(['groups:read-only', 'groups:read-write']);
+    const token = String(created.token);
+    expect(token).to.match(/^ha_[0-9A-Za-z]{36}$/);
+    const days = (Date.parse(String(created.expiresAt)) - Date.now()) / 86_400_000;
+    expect(days).to.be.within(29.9, 30.1);
+    const rows = await t.db('personal_access_tokens').select();
+    expect(JSON.stringify(rows)).to.not.include(token.slice(3, 33));
+    const found = await findAccessTokenByDigest(t.db, createHash('sha256').update(token).digest('base64url'));
+    expect(found?.user_id, 'the bearer check finds it as its user').to.equal(user.id);
+  });
+
+  it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {
+    const user = await makeUser(t.db);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
+  });
+
+  it('keys rotate adds a signing key', async () => {
+    const count = async () => Number(((await t.db('keys').where({ kind: 'signing' }).count({ n: '*' }).first()) as { n: number | string }).n);
+    const before = await count();
+    const { kid } = json(await idp(t.url, ['keys', 'rotate', '--json']));
+    expect(kid).to.be.a('string').and.not.equal('');
+    expect(await count()).to.equal(before + 1);
+    const newest = await t.db('keys').where({ kind: 'signing' }).orderBy('id', 'desc').first('material');
+    expect(JSON.parse(newest.material)).to.include({ kid, use: 'sig', alg: 'RS256' });
+  });
+});
 
 describe('idp CLI: command line and environment', () => {
-  let t: TestDatabase;
-  before(async () => {
-    t = await freshDatabase('sqlite');
-  });
-  after(async () => {
-    await t?.drop();
-  });
+  const t = useDatabase('sqlite');
 
   it('migrate applies every migration to a new database, then nothing', async () => {
     const fresh = tmpSqliteUrl();

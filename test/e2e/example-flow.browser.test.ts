@@ -1,14 +1,11 @@
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { chromium, type Browser, type Page, type Response as PageResponse } from 'playwright-core';
+import type { Browser, Page, Response as PageResponse } from 'playwright-core';
 import { createExampleApp } from '../../examples/third-party-server/server.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
+import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
 import { makeUser } from '../helpers/factories.js';
+import { CHROMIUM, launchChromium } from './support.js';
 
-/** Debian's chromium, installed by .ci/run; playwright-core brings no browser of its own. */
-const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery staple';
 
 /** The first response of the redirect chain that ended in `response`. */
@@ -24,116 +21,106 @@ async function firstOfChain(response: PageResponse): Promise<PageResponse> {
  * Horizon ID, sees their groups there, revokes the application and is sent back to authorize;
  * another person cancels at the consent page and the example says access_denied.
  */
-for (const profile of profiles()) {
-  describe(`a browser through the example third-party server (${profile})`, function () {
-    this.timeout(90_000);
-    let idp: RunningIdp;
-    let browser: Browser;
-    let exampleServer: Server;
-    let exampleUrl: string;
+describeEachProfile('a browser through the example third-party server', function (profile) {
+  this.timeout(90_000);
+  const idp = useIdp(profile);
+  let browser: Browser;
+  let example: Awaited<ReturnType<typeof listen>>;
 
-    before(async () => {
-      if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does`);
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-      idp = await startIdp(profile);
-      // The example listens first: its callback URL (with the port) is needed to register it.
-      exampleServer = createServer();
-      await new Promise<void>((resolve) => exampleServer.listen(0, '127.0.0.1', resolve));
-      exampleUrl = `http://127.0.0.1:${(exampleServer.address() as AddressInfo).port}`;
-    });
-    after(async () => {
-      await browser?.close();
-      if (exampleServer) {
-        exampleServer.closeAllConnections();
-        await new Promise((resolve) => exampleServer.close(resolve));
-      }
-      await idp?.stop();
-    });
-
-    async function signIn(page: Page, login: string): Promise<void> {
-      await page.getByLabel('Username or email').fill(login);
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-    }
-
-    it('registers the example by the click path, signs in through it, lists groups there, and revokes it', async () => {
-      const page = await browser.newPage();
-
-      // Sign up and make a group.
-      await page.goto(`${idp.url}/signup`);
-      await page.getByLabel('Username', { exact: true }).fill('ada');
-      await page.getByLabel('Email').fill('ada@example.test');
-      await page.getByLabel('Name', { exact: true }).fill('Ada Lovelace');
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign up' }).click();
-      await page.getByRole('link', { name: 'New group' }).click();
-      await page.getByLabel('Name', { exact: true }).fill('Analytical Engines <&>');
-      await page.getByLabel('Path').fill('engines');
-      await page.getByLabel('Description').fill('Where the engines are');
-      await page.getByLabel('Visibility').selectOption('internal');
-      await page.getByRole('button', { name: 'Create group' }).click();
-      expect(await page.getByTestId('group-name').textContent()).to.equal('Analytical Engines <&>');
-
-      // Register the example: group → Settings → Developer → New application → … → Create.
-      await page.getByRole('link', { name: 'Settings', exact: true }).click();
-      await page.getByRole('link', { name: 'Developer', exact: true }).click();
-      await page.getByRole('link', { name: 'New application' }).click();
-      await page.getByLabel('Application name').fill('Example third-party server');
-      await page.getByLabel('Homepage URL').fill(`${exampleUrl}/`);
-      await page.getByLabel('Description').fill('Lists your groups');
-      await page.getByLabel('Authorization callback URL').fill(`${exampleUrl}/callback`);
-      await page.getByRole('button', { name: 'Create', exact: true }).click();
-      const clientId = (await page.getByTestId('client-id').textContent())!.trim();
-      const clientSecret = (await page.getByTestId('client-secret').textContent())!.trim();
-      expect(clientSecret).to.match(/^hs_/);
-
-      const example = await createExampleApp({ issuer: idp.url, clientId, clientSecret, redirectUri: `${exampleUrl}/callback` });
-      exampleServer.on('request', example.callback());
-
-      // Signed out at Horizon ID, open the example: sign-in, consent, and back to the example's home.
-      await page.getByRole('button', { name: 'Sign out' }).click();
-      await page.goto(`${exampleUrl}/`);
-      expect(new URL(page.url()).origin).to.equal(idp.url);
-      await signIn(page, 'ada');
-      expect(await page.getByTestId('app-name').textContent()).to.equal('Example third-party server');
-      await page.getByRole('button', { name: 'Authorize' }).click();
-      await page.waitForURL(`${exampleUrl}/`);
-      expect(await page.getByTestId('group').allTextContents()).to.have.length(1);
-      expect(await page.getByTestId('group').textContent()).to.include('Analytical Engines <&>');
-      expect(await page.locator('body').textContent()).to.include('Ada Lovelace');
-
-      // Revoke it in Account settings → Authorized applications.
-      await page.goto(`${idp.url}/groups`);
-      await page.getByRole('link', { name: 'Account settings' }).click();
-      await page.getByRole('link', { name: 'Authorized applications' }).click();
-      const row = page.getByTestId('application-row').filter({ hasText: 'Example third-party server' });
-      page.once('dialog', (dialog) => void dialog.accept());
-      await row.getByRole('button', { name: 'Revoke' }).click();
-      await page.getByTestId('no-applications').waitFor();
-
-      // The example's token is now refused by the API: a 302 to authorize, and the consent page again.
-      const response = (await page.goto(`${exampleUrl}/`))!;
-      const first = await firstOfChain(response);
-      expect(first.url()).to.equal(`${exampleUrl}/`);
-      expect(first.status()).to.equal(302);
-      expect(first.headers().location).to.match(new RegExp(`^${idp.url}/login/oauth/authorize\\?`));
-      expect(await page.getByRole('button', { name: 'Authorize' }).isVisible()).to.equal(true);
-      await page.close();
-    });
-
-    it('shows access_denied at the example when a second person clicks Cancel', async () => {
-      const other = await makeUser(idp.idp.db, { username: 'bob', password: PASSWORD });
-      const context = await browser.newContext();
-      const page = await context.newPage();
-      await page.goto(`${exampleUrl}/`);
-      await signIn(page, other.username);
-      const [callback] = await Promise.all([
-        page.waitForResponse((r) => r.url().startsWith(`${exampleUrl}/callback`)),
-        page.getByRole('button', { name: 'Cancel' }).click(),
-      ]);
-      expect(callback.status()).to.equal(403);
-      expect(await page.getByTestId('error').textContent()).to.equal('access_denied');
-      await context.close();
-    });
+  before(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does`);
+    browser = await launchChromium();
+    // The example listens first: its callback URL (with the port) is needed to register it.
+    example = await listen();
   });
-}
+  after(async () => {
+    await browser?.close();
+    await example?.close();
+  });
+
+  async function signIn(page: Page, login: string): Promise<void> {
+    await page.getByLabel('Username or email').fill(login);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  it('registers the example by the click path, signs in through it, lists groups there, and revokes it', async () => {
+    const page = await browser.newPage();
+
+    // Sign up and make a group.
+    await page.goto(`${idp.url}/signup`);
+    await page.getByLabel('Username', { exact: true }).fill('ada');
+    await page.getByLabel('Email').fill('ada@example.test');
+    await page.getByLabel('Name', { exact: true }).fill('Ada Lovelace');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign up' }).click();
+    await page.getByRole('link', { name: 'New group' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Analytical Engines <&>');
+    await page.getByLabel('Path').fill('engines');
+    await page.getByLabel('Description').fill('Where the engines are');
+    await page.getByLabel('Visibility').selectOption('internal');
+    await page.getByRole('button', { name: 'Create group' }).click();
+    expect(await page.getByTestId('group-name').textContent()).to.equal('Analytical Engines <&>');
+
+    // Register the example: group → Settings → Developer → New application → … → Create.
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    await page.getByRole('link', { name: 'Developer', exact: true }).click();
+    await page.getByRole('link', { name: 'New application' }).click();
+    await page.getByLabel('Application name').fill('Example third-party server');
+    await page.getByLabel('Homepage URL').fill(`${example.url}/`);
+    await page.getByLabel('Description').fill('Lists your groups');
+    await page.getByLabel('Authorization callback URL').fill(`${example.url}/callback`);
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const clientId = (await page.getByTestId('client-id').textContent())!.trim();
+    const clientSecret = (await page.getByTestId('client-secret').textContent())!.trim();
+    expect(clientSecret).to.match(/^hs_/);
+
+    const exampleApp = await createExampleApp({ issuer: idp.url, clientId, clientSecret, redirectUri: `${example.url}/callback` });
+    example.server.on('request', exampleApp.callback());
+
+    // Signed out at Horizon ID, open the example: sign-in, consent, and back to the example's home.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.goto(`${example.url}/`);
+    expect(new URL(page.url()).origin).to.equal(idp.url);
+    await signIn(page, 'ada');
+    expect(await page.getByTestId('app-name').textContent()).to.equal('Example third-party server');
+    await page.getByRole('button', { name: 'Authorize' }).click();
+    await page.waitForURL(`${example.url}/`);
+    expect(await page.getByTestId('group').allTextContents()).to.have.length(1);
+    expect(await page.getByTestId('group').textContent()).to.include('Analytical Engines <&>');
+    expect(await page.locator('body').textContent()).to.include('Ada Lovelace');
+
+    // Revoke it in Account settings → Authorized applications.
+    await page.goto(`${idp.url}/groups`);
+    await page.getByRole('link', { name: 'Account settings' }).click();
+    await page.getByRole('link', { name: 'Authorized applications' }).click();
+    const row = page.getByTestId('application-row').filter({ hasText: 'Example third-party server' });
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByTestId('no-applications').waitFor();
+
+    // The example's token is now refused by the API: a 302 to authorize, and the consent page again.
+    const response = (await page.goto(`${example.url}/`))!;
+    const first = await firstOfChain(response);
+    expect(first.url()).to.equal(`${example.url}/`);
+    expect(first.status()).to.equal(302);
+    expect(first.headers().location).to.match(new RegExp(`^${idp.url}/login/oauth/authorize\\?`));
+    expect(await page.getByRole('button', { name: 'Authorize' }).isVisible()).to.equal(true);
+    await page.close();
+  });
+
+  it('shows access_denied at the example when a second person clicks Cancel', async () => {
+    const other = await makeUser(idp.db, { username: 'bob', password: PASSWORD });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${example.url}/`);
+    await signIn(page, other.username);
+    const [callback] = await Promise.all([
+      page.waitForResponse((r) => r.url().startsWith(`${example.url}/callback`)),
+      page.getByRole('button', { name: 'Cancel' }).click(),
+    ]);
+    expect(callback.status()).to.equal(403);
+    expect(await page.getByTestId('error').textContent()).to.equal('access_denied');
+    await context.close();
+  });
+});

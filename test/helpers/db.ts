@@ -48,8 +48,3 @@ async function migrated(url: string, kind: DatabaseKind, remove: () => unknown) 
 }
 
 export type TestDatabase = Awaited<ReturnType<typeof freshDatabase>>;
-
-/** The storage profiles to run a suite against: SQLite always, PostgreSQL when configured. */
-export function databaseKinds(): DatabaseKind[] {
-  return TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
-}
