@@ -9,6 +9,7 @@ import { createDb, isPostgres, migrateLatest } from '../src/db/knex.js';
 import { insertUser } from '../src/db/users.js';
 import { createAccessToken } from '../src/services/access-tokens.js';
 import { createApplication } from '../src/services/apps.js';
+import { accessGroup } from '../src/services/groups.js';
 import { hashPassword } from '../src/services/passwords.js';
 
 /** What the service's scenarios run against: a fresh database of the bench's own, filled in bulk. */
@@ -145,7 +146,7 @@ export async function seed(db: Knex, options: { groups: number; memberOf: number
   await insertGroupsBulk(db, 1, options.groups, [owner.id]);
   await spreadMemberships(db, apiUser.id, options.memberOf);
   const firstGroup = (await db('groups').orderBy('id').first('id')) as { id: number };
-  const { app, secret } = await createApplication(db, { userId: owner.id, ip: null }, firstGroup.id, {
+  const { app, secret } = await createApplication(db, await accessGroup(db, { userId: owner.id, ip: null }, { id: firstGroup.id }, 'manage-apps'), {
     name: 'Bench client',
     homepageURL: 'https://bench.example',
     description: 'The client server of the benchmark',

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { findUserByLogin } from '../db/users.js';
 import { presentAccessToken } from '../presenters/access-token.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
@@ -8,7 +7,7 @@ import { rotateSigningKey } from '../provider/keys.js';
 import { createAccessToken } from '../services/access-tokens.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
-import { addMember, createGroup, requireGroupByPath } from '../services/groups.js';
+import { addMember, adminAccess, createGroup } from '../services/groups.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
@@ -77,11 +76,10 @@ async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult
 }
 
 async function groupAddMember({ db, flags }: CommandContext): Promise<CommandResult> {
-  const group = await requireGroupByPath(db, flags.required('group'));
-  const login = flags.required('user');
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const { group } = access;
   const role = flags.required('role');
-  await addMember(db, ADMIN, group.id, { user: login, role });
-  const user = (await findUserByLogin(db, login))!;
+  const user = await addMember(db, access, { user: flags.required('user'), role });
   return {
     json: { groupId: Number(group.id), userId: Number(user.id), username: user.username, role },
     text: `added ${user.username} to ${group.path} as ${role}`,
@@ -89,8 +87,9 @@ async function groupAddMember({ db, flags }: CommandContext): Promise<CommandRes
 }
 
 async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> {
-  const group = await requireGroupByPath(db, flags.required('group'));
-  const { app, secret } = await createApplication(db, ADMIN, group.id, {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const { group } = access;
+  const { app, secret } = await createApplication(db, access, {
     name: flags.required('name'),
     homepageURL: flags.required('homepage-url'),
     callbackURL: flags.required('callback-url'),

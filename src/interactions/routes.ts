@@ -2,10 +2,9 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
-import { findAppByClientId } from '../db/apps.js';
-import { findGroupById } from '../db/groups.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isScope, SCOPES } from '../vocabulary.js';
+import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
@@ -41,14 +40,12 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
 
   async function consentPage(ctx: Context, interaction: Awaited<ReturnType<typeof details>>) {
     const clientId = String(interaction.params.client_id);
-    const app = await findAppByClientId(db, clientId);
-    if (!app) throw new NotFoundError('this application no longer exists');
-    const group = await findGroupById(db, app.group_id);
+    const { app, groupName } = await consentSubject(db, clientId);
     const requested = String(interaction.params.scope ?? '').split(' ').filter(isScope);
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
-      app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName: group?.name ?? '' },
+      app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
       scopes: requested.map((scope) => ({ scope, description: SCOPES[scope] })),
     });
   }

@@ -1,5 +1,5 @@
 import { signOutUrlsOf, type AppRow, type SecretRow } from '../db/apps.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
 
 /** An OAuth application as the API names its fields. */
 export interface AppJson {

@@ -1,5 +1,5 @@
 import type { GroupRow } from '../db/groups.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
 import type { Role } from '../vocabulary.js';
 
 /** A group as the API names its fields; `role` (the viewer's) only when given. */

@@ -1,5 +1,5 @@
 import type { UserRow } from '../db/users.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
 
 /** A user as the API and the CLI show it. The password hash never leaves the database. */
 export interface UserJson {

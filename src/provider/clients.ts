@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, signOutUrlsOf, touchSecret } from '../db/apps.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
 import { NotFoundError } from '../errors.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { digest, generateToken } from '../tokens.js';
@@ -41,6 +41,11 @@ export async function createAccessToken(
     at,
   });
   return { token, row };
+}
+
+/** A user's personal access tokens, newest first, without their digests. */
+export function accessTokensOf(db: Knex, userId: number) {
+  return tokens.listAccessTokens(db, userId);
 }
 
 export async function revokeAccessToken(db: Knex, userId: number, id: number): Promise<void> {

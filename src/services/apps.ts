@@ -5,15 +5,18 @@ import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { grantIdsOfClient } from '../db/grants.js';
+import { findGroupById } from '../db/groups.js';
 import { recordAudit } from '../db/audit.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
 import { auditActorId, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
-import { authorizeGroup } from './groups.js';
+import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
 import * as rules from './rules.js';
 
 export const MAX_ACTIVE_SECRETS = 2;
+
+export { signOutUrlsOf } from '../db/apps.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -104,14 +107,63 @@ async function addSecret(trx: Knex, appId: number, at: string): Promise<NewSecre
   return { id: row.id, secret, lastFour: row.last_four, createdAt: at };
 }
 
+/** An application and the access to its group through which it was reached. */
+export interface AppAccess extends GroupAccess {
+  app: apps.AppRow;
+}
+
+export const NO_APP = 'no such application, or you are not a member of its group';
+
+/** A client id too long to be one is not looked up. */
+const MAX_CLIENT_ID = 64;
+
+async function findApp(db: Knex, clientId: string): Promise<apps.AppRow | undefined> {
+  return clientId.length <= MAX_CLIENT_ID ? apps.findAppByClientId(db, clientId) : undefined;
+}
+
+/**
+ * An application named by its client id alone (the API), for its owners: no application and one
+ * of a group the actor is not in read the same (404); a member who is not an owner gets 403.
+ */
+export async function accessApplication(db: Knex, actor: Actor, clientId: string): Promise<AppAccess> {
+  const app = await findApp(db, clientId);
+  if (!app) throw new NotFoundError(NO_APP);
+  try {
+    return { ...(await accessGroup(db, actor, { id: app.group_id }, 'manage-apps')), app };
+  } catch (err) {
+    if (err instanceof NotFoundError) throw new NotFoundError(NO_APP);
+    throw err;
+  }
+}
+
+/** An application under a group already reached (the pages' addresses): one of another group is a 404. */
+export async function applicationOfGroup(db: Knex, access: GroupAccess, clientId: string): Promise<AppAccess> {
+  requireGroupAction(access, 'manage-apps');
+  const app = await findApp(db, clientId);
+  if (!app || Number(app.group_id) !== Number(access.group.id)) throw new NotFoundError('no such application in this group');
+  return { ...access, app };
+}
+
+/** The applications of a group, a page at a time (owners only). */
+export function applicationsOf(db: Knex, access: GroupAccess, page: { limit: number; offset: number }) {
+  requireGroupAction(access, 'manage-apps');
+  return apps.pageAppsOfGroup(db, access.group.id, page);
+}
+
+/** An application's active secrets: creation time, last four characters and last use, never the secret. */
+export function secretsOf(db: Knex, access: AppAccess): Promise<apps.SecretRow[]> {
+  requireGroupAction(access, 'manage-apps');
+  return apps.listSecrets(db, access.app.id);
+}
+
 /** Creates an application of a group (owners only) with its first secret, shown to the caller once. */
 export async function createApplication(
   db: Knex,
-  actor: Actor,
-  groupId: number,
+  access: GroupAccess,
   input: unknown,
 ): Promise<{ app: apps.AppRow; secret: NewSecret }> {
-  await authorizeGroup(db, actor, groupId, 'manage-apps');
+  requireGroupAction(access, 'manage-apps');
+  const { actor, group: { id: groupId } } = access;
   const data = rules.parse(appFieldsSchema, input);
   return db.transaction(async (trx) => {
     const at = now();
@@ -132,16 +184,9 @@ export async function createApplication(
   });
 }
 
-/** Loads an application and checks that the actor owns its group; 404 for anyone who may not see it. */
-export async function authorizeApplication(db: Knex, actor: Actor, clientId: string): Promise<apps.AppRow> {
-  const app = await apps.findAppByClientId(db, clientId);
-  if (!app) throw new NotFoundError('no such application');
-  await authorizeGroup(db, actor, app.group_id, 'manage-apps');
-  return app;
-}
-
-export async function updateApplication(db: Knex, actor: Actor, clientId: string, input: unknown): Promise<apps.AppRow> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function updateApplication(db: Knex, access: AppAccess, input: unknown): Promise<apps.AppRow> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
   const data = rules.parse(appChangesSchema, input);
   const fields = {
     name: data.name ?? app.name,
@@ -158,8 +203,9 @@ export async function updateApplication(db: Knex, actor: Actor, clientId: string
   return { ...app, ...fields, updated_at: at };
 }
 
-export async function generateClientSecret(db: Knex, actor: Actor, clientId: string): Promise<NewSecret> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function generateClientSecret(db: Knex, access: AppAccess): Promise<NewSecret> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
   return db.transaction(async (trx) => {
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
@@ -174,8 +220,9 @@ export async function generateClientSecret(db: Knex, actor: Actor, clientId: str
 }
 
 /** Revokes one secret: from the next request on, on every instance, it no longer authenticates. */
-export async function revokeClientSecret(db: Knex, actor: Actor, clientId: string, secretId: number): Promise<void> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function revokeClientSecret(db: Knex, access: AppAccess, secretId: number): Promise<void> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
   await db.transaction(async (trx) => {
     if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
@@ -187,8 +234,10 @@ export async function revokeClientSecret(db: Knex, actor: Actor, clientId: strin
  * Grants are revoked before and again after the row goes: a code exchanged in between would
  * otherwise leave a token behind; once the row is gone no new one can be issued.
  */
-export async function deleteApplication(db: Knex, provider: Provider, actor: Actor, clientId: string): Promise<void> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function deleteApplication(db: Knex, provider: Provider, access: AppAccess): Promise<void> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
+  const clientId = app.client_id;
   const revokeAll = async () => {
     for (const grantId of await grantIdsOfClient(db, clientId)) await revokeGrant(provider, grantId);
   };
@@ -199,4 +248,12 @@ export async function deleteApplication(db: Knex, provider: Provider, actor: Act
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
   });
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
+}
+
+/** What the consent page shows of an application: its fields and its group's name; 404 once it is gone. */
+export async function consentSubject(db: Knex, clientId: string): Promise<{ app: apps.AppRow; groupName: string }> {
+  const app = await findApp(db, clientId);
+  if (!app) throw new NotFoundError('this application no longer exists');
+  const group = await findGroupById(db, app.group_id);
+  return { app, groupName: group?.name ?? '' };
 }

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
+import { findUserById, findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
 import { isUniqueViolation } from '../db/knex.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
 import type { Limits } from './limits.js';
 import { decoyHash, hashPassword, needsRehash, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
@@ -86,6 +86,11 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
     if (rehashed) await replacePasswordHash(db, user.id, user.password_hash, rehashed);
   }
   return user;
+}
+
+/** A user by id; undefined once the account is gone. */
+export function userById(db: Knex, id: number): Promise<UserRow | undefined> {
+  return findUserById(db, id);
 }
 
 export async function requireUserByUsername(db: Knex, username: string, field = 'user'): Promise<UserRow> {

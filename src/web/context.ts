@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type { Config } from '../config.js';
-import { findUserById, type UserRow } from '../db/users.js';
+import type { UserRow } from '../db/users.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
 import type { Limits } from '../services/limits.js';
 import type { KdfQueue } from '../services/passwords.js';
+import { userById } from '../services/users.js';
 import type { SiteSessions } from './session.js';
 
 /** What every page handler may use. */
@@ -21,7 +22,7 @@ export interface WebDeps {
 export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
-    ctx.state.user = accountId ? await findUserById(deps.db, accountId) : undefined;
+    ctx.state.user = accountId ? await userById(deps.db, accountId) : undefined;
     ctx.state.signupOpen = deps.config.signup === 'open';
     await next();
   };

@@ -4,7 +4,7 @@ import { addMember, changeRole } from '../../src/services/groups.js';
 import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { exchangeCode, runAuthorization } from '../helpers/oauth.js';
 import { call, escapeRegExp, expectApiError, expectInvalidToken, oauthTokens, personalToken, type ApiResponse, type User } from './support.js';
 
@@ -49,7 +49,7 @@ for (const profile of profiles()) {
 
     async function join(group: GroupRow, owner: User, role: 'owner' | 'maintainer' | 'member'): Promise<{ user: User; token: string }> {
       const user = await makeUser(db());
-      await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+      await addMember(db(), await groupAccess(db(), owner.id, group.id), { user: user.username, role });
       return { user, token: await personalToken(idp, user.id, { scopes: ['groups:read-write'] }) };
     }
 
@@ -488,7 +488,7 @@ for (const profile of profiles()) {
         const app = await created(token, group.id);
         const { user: other } = await join(group, owner, 'owner');
         expect((await api(token, 'GET', `/oauth-apps/${app.clientID}`)).status).to.equal(200);
-        await changeRole(db(), { userId: other.id, ip: null }, group.id, owner.id, 'maintainer');
+        await changeRole(db(), await groupAccess(db(), other.id, group.id), owner.id, 'maintainer');
         expectApiError(await api(token, 'GET', `/oauth-apps/${app.clientID}`), 403, 'forbidden');
         expectApiError(await api(token, 'DELETE', `/oauth-apps/${app.clientID}`), 403, 'forbidden');
         expectApiError(await api(token, 'POST', `/groups/${group.id}/oauth-apps`, VALID), 403, 'forbidden');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { addMember, removeMember } from '../../src/services/groups.js';
 import { generateToken, BASE62 } from '../../src/tokens.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 import {
   call,
   escapeRegExp,
@@ -173,7 +173,7 @@ for (const profile of profiles()) {
           const owner = await newUser();
           const member = await newUser();
           const group = await makeGroup(db(), owner.id);
-          await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: member.username, role: 'member' });
+          await addMember(db(), await groupAccess(db(), owner.id, group.id), { user: member.username, role: 'member' });
           const token = kind === 'ho_' ? (await oauthTokens(idp, client, member)).accessToken : await personalToken(idp, member.id);
 
           const before = await call(idp, `/apis/v2/groups/${group.id}`, { token });
@@ -181,7 +181,7 @@ for (const profile of profiles()) {
           expect(before.body.data).to.include({ id: group.id, role: 'member' });
           expect((await call(idp, '/apis/v2/groups', { token })).body.data.items.map((g: { id: number }) => g.id)).to.include(group.id);
 
-          await removeMember(db(), { userId: owner.id, ip: null }, group.id, member.id);
+          await removeMember(db(), await groupAccess(db(), owner.id, group.id), member.id);
 
           expectApiError(await call(idp, `/apis/v2/groups/${group.id}`, { token }), 404, 'not_found');
           const list = await call(idp, '/apis/v2/groups', { token });

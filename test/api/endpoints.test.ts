@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { addMember } from '../../src/services/groups.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 import { call, expectApiError, makeClient, oauthTokens, personalToken, type Client, type User } from './support.js';
 
 for (const profile of profiles()) {
@@ -58,7 +58,7 @@ for (const profile of profiles()) {
       it('returns a group of the user with its fields and the user’s role', async () => {
         const owner = await makeUser(idp.idp.db);
         const group = await makeGroup(idp.idp.db, owner.id, { name: 'Research' });
-        await addMember(idp.idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'maintainer' });
+        await addMember(idp.idp.db, await groupAccess(idp.idp.db, owner.id, group.id), { user: user.username, role: 'maintainer' });
         const res = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
         expect(res.status, res.text).to.equal(200);
         expect(Object.keys(res.body)).to.deep.equal(['data']);

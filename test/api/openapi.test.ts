@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { appAccess, groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { call, makeClient, oauthTokens, personalToken, type ApiResponse } from './support.js';
 
 // ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
@@ -149,11 +149,11 @@ for (const profile of profiles()) {
         const user = await makeUser(db);
         const owner = await makeUser(db);
         const group = await makeGroup(db, owner.id, { name: 'Described' });
-        await addMember(db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+        await addMember(db, await groupAccess(db, owner.id, group.id), { user: user.username, role: 'member' });
         await makeGroup(db, user.id);
         const foreign = await makeGroup(db, owner.id);
         const full = await makeApp(db, owner.id, foreign.id, { name: 'Two secrets' });
-        await generateClientSecret(db, { userId: owner.id, ip: null }, full.clientId);
+        await generateClientSecret(db, await appAccess(db, owner.id, full.clientId));
         const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
         fixture = {
           pat: await personalToken(idp, user.id),

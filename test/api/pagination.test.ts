@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { now } from '../../src/db/time.js';
+import { now } from '../../src/time.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { makeGroup, makeUser } from '../helpers/factories.js';
 import { call, expectApiError, personalToken } from './support.js';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addMember } from '../../src/services/groups.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 import { launchChromium, signInThroughPage, startCallbackServer, type CallbackServer } from './support.js';
 
 for (const profile of profiles()) {
@@ -99,7 +99,7 @@ for (const profile of profiles()) {
       const owner = await makeUser(idp.idp.db);
       const member = await makeUser(idp.idp.db);
       const group = await makeGroup(idp.idp.db, owner.id, { name: 'Shared Group' });
-      await addMember(idp.idp.db, { userId: owner.id, ip: null }, group.id, { user: member.username, role: 'member' });
+      await addMember(idp.idp.db, await groupAccess(idp.idp.db, owner.id, group.id), { user: member.username, role: 'member' });
 
       await signInThroughPage(page, idp.url, member);
       await page.getByRole('link', { name: 'Shared Group' }).click();

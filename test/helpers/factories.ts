@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { createApplication } from '../../src/services/apps.js';
-import { createGroup } from '../../src/services/groups.js';
+import { accessApplication, createApplication, type AppAccess } from '../../src/services/apps.js';
+import { accessGroup, createGroup, type GroupAccess } from '../../src/services/groups.js';
 import { createUser } from '../../src/services/users.js';
 
 /** Factories build a record and whatever it needs, through the real services. */
@@ -31,11 +31,21 @@ export async function makeApp(
   groupId: number,
   overrides: { callbackURL?: string; name?: string } = {},
 ) {
-  const { app, secret } = await createApplication(db, { userId: ownerId, ip: null }, groupId, {
+  const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
     description: 'An application for tests',
     callbackURL: overrides.callbackURL ?? 'http://127.0.0.1:9999/callback',
   });
   return { app, clientId: app.client_id, clientSecret: secret.secret, secretId: secret.id };
+}
+
+/** A user's access to a group, as a route's loadGroup step hands it to the services (which check the action). */
+export function groupAccess(db: Knex, userId: number, groupId: number): Promise<GroupAccess> {
+  return accessGroup(db, { userId, ip: null }, { id: groupId }, 'read');
+}
+
+/** A user's access to an application of a group they own. */
+export function appAccess(db: Knex, userId: number, clientId: string): Promise<AppAccess> {
+  return accessApplication(db, { userId, ip: null }, clientId);
 }

@@ -7,7 +7,7 @@ import express from 'express';
 import { updateApplication } from '../../src/services/apps.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { appAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { completeAuthorization } from '../helpers/oauth.js';
 
 /**
@@ -70,7 +70,7 @@ for (const profile of profiles()) {
       const group = await makeGroup(server.idp.db, user.id);
       const port = await freePort();
       const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: `http://127.0.0.1:${port}/auth/callback/horizon` });
-      await updateApplication(server.idp.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [`http://127.0.0.1:${port}/`] });
+      await updateApplication(server.idp.db, await appAccess(server.idp.db, user.id, app.clientId), { signOutRedirectURLs: [`http://127.0.0.1:${port}/`] });
       site = await startAuthJsSite(port, server.url, app.clientId, app.clientSecret);
     });
     after(async () => {

@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import { updateApplication } from '../../src/services/apps.js';
 import { APACHE, freePort, MOD_AUTH_OPENIDC, startApache, type RunningApache } from '../helpers/apache.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { appAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { CHROMIUM, launchChromium } from '../e2e/support.js';
 
 /**
@@ -30,7 +30,7 @@ for (const profile of profiles()) {
       const port = await freePort();
       const placeholder = `http://127.0.0.1:${port}`;
       const app = await makeApp(server.idp.db, user.id, group.id, { callbackURL: `${placeholder}/protected/redirect_uri` });
-      await updateApplication(server.idp.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [`${placeholder}/bye.html`] });
+      await updateApplication(server.idp.db, await appAccess(server.idp.db, user.id, app.clientId), { signOutRedirectURLs: [`${placeholder}/bye.html`] });
       apache = await startApache(port, { issuer: server.url, clientId: app.clientId, clientSecret: app.clientSecret });
       browser = await launchChromium();
     });

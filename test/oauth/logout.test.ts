@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { updateApplication } from '../../src/services/apps.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { appAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { authorize, signInOnSite, tokenRequest, type Client, type TestUser } from './support.js';
 
 const LOGOUT = '/login/oauth/logout';
@@ -34,7 +34,7 @@ for (const profile of profiles()) {
       user = await makeUser(server.idp.db);
       const group = await makeGroup(server.idp.db, user.id);
       const app = await makeApp(server.idp.db, user.id, group.id);
-      await updateApplication(server.idp.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [SIGNED_OUT_URL] });
+      await updateApplication(server.idp.db, await appAccess(server.idp.db, user.id, app.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
       client = { clientId: app.clientId, clientSecret: app.clientSecret, redirectUri: 'http://127.0.0.1:9999/callback' };
     });
     after(() => server.stop());
@@ -136,7 +136,7 @@ for (const profile of profiles()) {
       const agent = await signedIn();
       const url = logoutUrl({ client_id: app.clientId, post_logout_redirect_uri: SIGNED_OUT_URL });
       expect((await agent.get(url)).status).to.equal(400);
-      await updateApplication(server.idp.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [SIGNED_OUT_URL] });
+      await updateApplication(server.idp.db, await appAccess(server.idp.db, user.id, app.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
       expect((await agent.get(url)).status).to.equal(200);
     });
 

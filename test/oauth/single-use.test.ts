@@ -1,3 +1,4 @@
+import { appAccess } from '../helpers/factories.js';
 import { expect } from 'chai';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { csrfFrom, formAction, UserAgent } from '../helpers/browser-less.js';
@@ -136,7 +137,7 @@ for (const profile of profiles()) {
       const code = (await authorize(new UserAgent(idp.url), fixture, fixture.user)).get('code')!;
       const tokens = await redeem(idp, fixture, code);
       expect(await apiStatus(idp, String(tokens.body.access_token))).to.equal(200);
-      await deleteApplication(idp.idp.db, idp.idp.provider, { userId: fixture.user.id, ip: null }, fixture.clientId);
+      await deleteApplication(idp.idp.db, idp.idp.provider, await appAccess(idp.idp.db, fixture.user.id, fixture.clientId));
       expect(await apiStatus(idp, String(tokens.body.access_token))).to.equal(401);
       expect((await refresh(idp, fixture, String(tokens.body.refresh_token))).status).to.be.oneOf([400, 401]);
     });

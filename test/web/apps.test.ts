@@ -7,7 +7,7 @@ import { addMember, changeRole } from '../../src/services/groups.js';
 import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
 import { csrfFrom, formAction, UserAgent } from '../helpers/browser-less.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { exchangeCode, runAuthorization } from '../helpers/oauth.js';
 import { call, expectInvalidToken } from '../api/support.js';
 import { browser, errorMessage, fieldError, inputValue, signedIn, unescapeHtml, type Browser } from './support.js';
@@ -70,7 +70,7 @@ for (const profile of profiles()) {
 
     async function join(group: GroupRow, owner: User, role: 'owner' | 'maintainer' | 'member'): Promise<User> {
       const user = await makeUser(db());
-      await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+      await addMember(db(), await groupAccess(db(), owner.id, group.id), { user: user.username, role });
       return user;
     }
 
@@ -465,7 +465,7 @@ for (const profile of profiles()) {
         const { owner, group, client } = await groupWithOwner();
         const app = await createdApp(client, group);
         const other = await join(group, owner, 'owner');
-        await changeRole(db(), { userId: other.id, ip: null }, group.id, owner.id, 'maintainer');
+        await changeRole(db(), await groupAccess(db(), other.id, group.id), owner.id, 'maintainer');
         await client.agent.get(developer(group)).expect(403);
         await client.agent.get(appPage(group, app.clientId)).expect(403);
         await client.submit(`${appPage(group, app.clientId)}/delete`, {}).expect(403);

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { findRole, type GroupRow } from '../../src/db/groups.js';
 import { addMember } from '../../src/services/groups.js';
 import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 import { browser, errorMessage, fieldError, inputValue, signedIn, type Browser } from './support.js';
 
 const unique = () => randomBytes(4).toString('hex');
@@ -33,7 +33,7 @@ for (const profile of profiles()) {
 
     async function join(group: GroupRow, owner: User, role: 'owner' | 'maintainer' | 'member'): Promise<User> {
       const user = await makeUser(db());
-      await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+      await addMember(db(), await groupAccess(db(), owner.id, group.id), { user: user.username, role });
       return user;
     }
 
@@ -463,7 +463,7 @@ for (const profile of profiles()) {
       it('renders a member’s name containing a script tag escaped', async () => {
         const { owner, group, client } = await groupWithOwner();
         const user = await makeUser(db(), { name: SCRIPT });
-        await addMember(db(), { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+        await addMember(db(), await groupAccess(db(), owner.id, group.id), { user: user.username, role: 'member' });
         for (const url of [`/groups/${group.path}`, `/groups/${group.path}/settings/members`]) {
           const res = await client.agent.get(url).expect(200);
           expect(res.text, url).not.to.include(SCRIPT);
