@@ -36,6 +36,13 @@ const schema = z
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
     KDF_QUEUE: z.coerce.number().int().min(0).max(10_000).default(32),
+    SMTP_URL: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || isSmtpUrl(v), { message: 'must be smtp://[user:password@]host[:port] or smtps://…' }),
+    MAIL_FROM: z.string().min(3).max(200).optional(),
+    MAIL_DIR: z.string().min(1).default('./data/mail'),
+    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -81,6 +88,15 @@ function isPostgresUrl(value: string): boolean {
   }
 }
 
+function isSmtpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 function isRedisUrl(value: string): boolean {
   try {
     const url = new URL(value);
@@ -114,6 +130,10 @@ export interface Config {
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
+  /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise `.eml` files in `dir`. */
+  mail: { smtpUrl: string | undefined; from: string; dir: string };
+  /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
+  requireVerifiedEmail: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -136,11 +156,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`${name}=${shown} is invalid: ${describe(issue)}`);
   }
   const e = parsed.data;
+  const issuer = (e.ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
     env: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
-    issuer: (e.ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    issuer,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     signup: e.SIGNUP,
@@ -156,7 +177,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       apiToken: e.RATE_LIMIT_API_TOKEN,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
+    mail: {
+      smtpUrl: e.SMTP_URL,
+      from: e.MAIL_FROM ?? defaultSender(issuer),
+      dir: e.MAIL_DIR,
+    },
+    requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
   };
+}
+
+/** no-reply@ the issuer's host name (an address needs a name, so an IP issuer gets localhost). */
+function defaultSender(issuer: string): string {
+  const host = new URL(issuer).hostname;
+  return `Horizon ID <no-reply@${/[a-z]/i.test(host) && !host.startsWith('[') ? host : 'localhost'}>`;
 }
 
 /** A URL's password never reaches stderr or a log line, even in an error about that URL. */
