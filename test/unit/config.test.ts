@@ -36,6 +36,8 @@ describe('loadConfig', () => {
         apiToken: { points: 5000, durationS: 3600 },
       },
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
+      mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
+      requireVerifiedEmail: false,
     });
   });
 
