@@ -8,9 +8,13 @@ export interface UserRow {
   password_hash: string;
   created_at: string | Date;
   updated_at: string | Date;
+  /** A site administrator (SQLite answers 1 or 0, PostgreSQL a boolean). */
+  is_admin: boolean | number;
+  /** Set while an administrator keeps the account disabled. */
+  disabled_at: string | Date | null;
 }
 
-const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'created_at', 'updated_at'];
+const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'created_at', 'updated_at', 'is_admin', 'disabled_at'];
 
 export function findUserById(db: Knex, id: number): Promise<UserRow | undefined> {
   return db('users').where({ id }).first(COLUMNS);

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { findUserById, type UserRow } from '../db/users.js';
+import { isDisabled } from '../policies/site.js';
 
 /** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
 export type RenderPage = (
@@ -40,7 +41,8 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
         accountId = session.accountId;
       }
       if (!accountId || !/^[1-9][0-9]{0,15}$/.test(accountId)) return null;
-      return (await findUserById(db, Number(accountId))) ?? null;
+      const user = await findUserById(db, Number(accountId));
+      return user && !isDisabled(user) ? user : null;
     } catch {
       return null;
     }

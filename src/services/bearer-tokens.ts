@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { userIsActive } from '../db/admin.js';
 import { appExists } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
@@ -18,7 +19,8 @@ export interface TokenOwner {
  * The lookups behind the API's bearer authentication. `ho_` tokens are found through
  * oidc-provider's own AccessToken model, so expiry, revocation and grant revocation count exactly
  * as the authorization server sees them; `ha_` tokens by digest in their table. Each records its
- * last use (an application's grant, or the personal token) at most once a minute.
+ * last use (an application's grant, or the personal token) at most once a minute. A disabled
+ * account's tokens are refused whatever their state.
  */
 export function bearerTokens(deps: { db: Knex; provider: Provider }) {
   const recordUse = lastUseRecorder();
@@ -37,10 +39,15 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
 
     async personal(tokenDigest: string): Promise<TokenOwner | undefined> {
       const row = await findBearerTokenByDigest(deps.db, tokenDigest);
-      if (!row) return undefined;
+      if (!row || row.disabled_at) return undefined;
       if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
       recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
       return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
+    },
+
+    /** Whether an OAuth token's user may still use it: the account exists and is not disabled. */
+    accountActive(userId: number): Promise<boolean> {
+      return userIsActive(deps.db, userId);
     },
 
     /** Whether the application an OAuth token was issued to still exists. */

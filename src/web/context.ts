@@ -6,7 +6,7 @@ import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
 import type { Limits } from '../services/limits.js';
 import type { KdfQueue } from '../services/passwords.js';
-import { userById } from '../services/users.js';
+import { signedInUserById } from '../services/users.js';
 import type { SiteSessions } from './session.js';
 
 /** What every page handler may use. */
@@ -18,11 +18,11 @@ export interface WebDeps {
   kdf: KdfQueue;
 }
 
-/** Loads the signed-in user (if any) into ctx.state.user for every page. */
+/** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */
 export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
-    ctx.state.user = accountId ? await userById(deps.db, accountId) : undefined;
+    ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
     ctx.state.signupOpen = deps.config.signup === 'open';
     await next();
   };
