@@ -26,6 +26,7 @@ import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js'
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
 import { accountRoutes } from './web/account-routes.js';
+import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
@@ -163,10 +164,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), adminRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
-  app.use(mountWhenMatched(web));
+  app.use(mountWhenMatched(web, adminAreaHidden(deps)));
 
   app.use(mount(provider));
 
@@ -193,11 +194,14 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   };
 }
 
-/** Runs the page router only for paths it knows, so everything else falls through to the provider. */
-function mountWhenMatched(router: Router) {
+/**
+ * Runs the page router only for paths it knows, so everything else falls through to the provider;
+ * so do the paths `hidden` keeps out of sight of this request (the Admin area, to non-administrators).
+ */
+function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>) {
   const routes = router.routes();
   return async function pages(ctx: Context, next: Next): Promise<void> {
-    if (!router.match(ctx.path, ctx.method).route) return next();
+    if (!router.match(ctx.path, ctx.method).route || (await hidden(ctx))) return next();
     await routes(ctx as never, next);
   };
 }
