@@ -8,6 +8,7 @@ import { SCOPES, TTL } from '../vocabulary.js';
 import { cookieNames } from '../cookie-names.js';
 import { findAccount } from './accounts.js';
 import { authorizeQuery } from './authorize-params.js';
+import { interactionPolicyWithAccountCheck } from './interaction-policy.js';
 import { clientAuthLimit } from './client-auth-limit.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import { providerFaults, recordProviderFault } from './faults.js';
@@ -138,6 +139,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
     interactions: {
       url: async (_ctx, interaction) => `/interaction/${interaction.uid}`,
+      policy: interactionPolicyWithAccountCheck(),
     },
     cookies: {
       keys: keys.cookieKeys,
