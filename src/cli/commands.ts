@@ -4,13 +4,16 @@ import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
 import { rotateSigningKey } from '../provider/keys.js';
+import type { Config } from '../config.js';
 import { createAccessToken } from '../services/access-tokens.js';
+import { disableUser, enableUser, setSiteAdmin } from '../services/admin.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
+import { withProvider } from './provider.js';
 import { readFirstLine } from './stdin.js';
 
 /** What a command works with: an open, migrated database and its parsed flags. */
@@ -22,6 +25,8 @@ export interface CommandContext {
   stdin: NodeJS.ReadableStream;
   /** KEYS_SECRET: new keys are stored encrypted with it. */
   keysSecret: string | undefined;
+  /** The whole configuration, for the commands that reach the provider's storage or send mail. */
+  config: Config;
 }
 
 /** What a command made: the record for `--json`, and a short line (or a few) for a person. */
@@ -37,7 +42,7 @@ export interface Command extends FlagSpec {
   run(ctx: CommandContext): Promise<CommandResult>;
 }
 
-/** The admin CLI acts on any group; the audit trail records its changes with no user. */
+/** The admin CLI acts on any group and any account; the audit trail records its changes with no user. */
 const ADMIN: Actor = { userId: 0, ip: null, admin: true };
 
 async function migrate({ applied }: CommandContext): Promise<CommandResult> {
@@ -54,8 +59,49 @@ async function userCreate({ db, flags, stdin }: CommandContext): Promise<Command
     throw new UsageError('--password-stdin is required: pipe the password on standard input');
   }
   const password = await readFirstLine(stdin);
-  const user = await createUser(db, { username, email, name: flags.string('name'), password });
-  return { json: presentUser(user), text: `created user ${user.username} (id ${user.id})` };
+  const admin = flags.has('admin');
+  // With --admin, the account never exists without its role: both or neither.
+  const user = await db.transaction(async (trx) => {
+    const created = await createUser(trx, { username, email, name: flags.string('name'), password });
+    if (admin) await setSiteAdmin(trx, ADMIN, created, true);
+    return created;
+  });
+  return {
+    json: admin ? { ...presentUser(user), admin } : presentUser(user),
+    text: `created ${admin ? 'site administrator' : 'user'} ${user.username} (id ${user.id})`,
+  };
+}
+
+async function userSetAdmin({ db, flags }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  const admin = !flags.has('off');
+  const changed = await setSiteAdmin(db, ADMIN, user, admin);
+  const now = admin ? 'a site administrator' : 'not a site administrator';
+  return {
+    json: { username: user.username, admin, changed },
+    text: changed ? `${user.username} is now ${now}` : `${user.username} was already ${now}`,
+  };
+}
+
+async function userDisable({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  const result = await withProvider(config, db, (provider) => disableUser({ db, provider }, ADMIN, user));
+  return {
+    json: { username: user.username, disabled: true, ...result },
+    text: [
+      result.changed ? `disabled ${user.username}` : `${user.username} was already disabled`,
+      `signed out everywhere; revoked ${result.grants} authorized application(s) and ${result.accessTokens} personal access token(s)`,
+    ].join('\n'),
+  };
+}
+
+async function userEnable({ db, flags }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  const changed = await enableUser(db, ADMIN, user);
+  return {
+    json: { username: user.username, disabled: false, changed },
+    text: changed ? `enabled ${user.username}: they can sign in again` : `${user.username} was not disabled`,
+  };
 }
 
 async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult> {
@@ -147,11 +193,36 @@ export const commands: Command[] = [
   },
   {
     name: 'user create',
-    usage: '--username U --email E [--name N] --password-stdin',
-    summary: 'Create a user. The password is the first line of standard input.',
+    usage: '--username U --email E [--name N] [--admin] --password-stdin',
+    summary: 'Create a user (with --admin, a site administrator). The password is the first line of standard input.',
     strings: ['username', 'email', 'name'],
-    booleans: ['password-stdin'],
+    booleans: ['password-stdin', 'admin'],
     run: userCreate,
+  },
+  {
+    name: 'user set-admin',
+    usage: '<username> [--off]',
+    summary: 'Make a user a site administrator (the Admin area), or with --off no longer one.',
+    strings: [],
+    booleans: ['off'],
+    argument: 'username',
+    run: userSetAdmin,
+  },
+  {
+    name: 'user disable',
+    usage: '<username>',
+    summary: 'Disable an account: signed out everywhere, its grants and tokens revoked, sign-in refused until enabled.',
+    strings: [],
+    argument: 'username',
+    run: userDisable,
+  },
+  {
+    name: 'user enable',
+    usage: '<username>',
+    summary: 'Let a disabled account sign in again (what disabling revoked stays revoked).',
+    strings: [],
+    argument: 'username',
+    run: userEnable,
   },
   {
     name: 'group create',
