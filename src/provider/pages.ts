@@ -91,3 +91,5 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     },
   };
 }
+
+export type ProviderPages = ReturnType<typeof providerPages>;
