@@ -2,16 +2,15 @@ import type { Knex } from 'knex';
 import Provider, { type Adapter, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { deleteUserGrantByGrantId } from '../db/grants.js';
-import { generateToken } from '../tokens.js';
 import type { Limits } from '../services/limits.js';
 import { authorizeQuery } from './authorize-params.js';
 import { clientAuthLimit } from './client-auth-limit.js';
-import { hashedSecretComparison } from './clients.js';
 import { providerConfiguration, ROUTES } from './configuration.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import type { ProviderKeys } from './keys.js';
 import { providerPages, type RenderPage } from './pages.js';
 import { providerFormBodies, tokenResponseShape } from './token-endpoint.js';
+import { applyTokenFormats } from './token-formats.js';
 
 export interface ProviderDeps {
   config: Config;
@@ -34,14 +33,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const pages = providerPages({ db, provider: () => provider!, render: deps.renderPage });
   provider = new Provider(config.issuer, providerConfiguration({ ...deps, pages }));
 
-  // Token values in the contract's format (ho_/hr_ + 30 base62 + CRC32), made by the models themselves.
-  const AccessTokenProto = provider.AccessToken.prototype as unknown as { generateTokenId(): string; format?: string };
-  AccessTokenProto.generateTokenId = function generateAccessTokenId(this: { format?: string }) {
-    this.format = 'opaque';
-    return generateToken('ho_');
-  };
-  (provider.RefreshToken.prototype as unknown as { generateTokenId(): string }).generateTokenId = () => generateToken('hr_');
-  (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, deps.onError);
+  applyTokenFormats(provider, { db, onError: deps.onError });
 
   provider.use(
     providerFaults(
