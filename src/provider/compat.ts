@@ -4,9 +4,9 @@ import { FORM, parsedForm, setParsedForm, type FormParams } from './forms.js';
 
 /**
  * The requests the service takes and the answers it gives as the service it replaces did, where
- * oidc-provider by itself would differ. Clients written for that service (many of them first
- * written for GitHub's OAuth, whose habits it kept) rely on each. Every one is a step around the
- * library's routes (`provider.use`), in the order createProvider lists them.
+ * oidc-provider by itself would differ; clients written for that service rely on each. Several are
+ * GitHub's OAuth habits, which that service kept. Every one is a step around the library's routes
+ * (`provider.use`); createProvider sets the order they run in.
  */
 
 type Query = Record<string, string | string[] | undefined>;
