@@ -4,9 +4,9 @@ import type { Config } from '../config.js';
 import { cookieNames } from '../cookie-names.js';
 import { findUserGrant } from '../db/grants.js';
 import { SCOPES, TTL } from '../vocabulary.js';
-import { interactionPolicyWithAccountCheck } from './interaction-policy.js';
 import { findAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
+import { interactionPolicyWithAccountCheck } from './interaction-policy.js';
 import type { ProviderKeys } from './keys.js';
 import type { ProviderPages } from './pages.js';
 
