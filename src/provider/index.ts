@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { deleteUserGrantByGrantId, findUserGrant } from '../db/grants.js';
 import { generateToken } from '../tokens.js';
 import type { Limits } from '../services/limits.js';
+import type { SessionIndex } from '../services/sessions.js';
 import { SCOPES, TTL } from '../vocabulary.js';
 import { cookieNames } from '../cookie-names.js';
 import { findAccount } from './accounts.js';
@@ -13,6 +14,7 @@ import { createClientAdapter, hashedSecretComparison } from './clients.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import type { ProviderKeys } from './keys.js';
 import { providerPages, type RenderPage } from './pages.js';
+import { indexProviderSessions } from './session-index.js';
 import { providerFormBodies, tokenResponseShape } from './token-endpoint.js';
 
 export const ROUTES = {
@@ -34,6 +36,8 @@ export interface ProviderDeps {
   db: Knex;
   keys: ProviderKeys;
   limits: Limits;
+  /** Account settings → Sessions: the sessions the flow signs in and out. */
+  sessionIndex: SessionIndex;
   /** Storage of every model but Client: the SQL adapter, or Redis when REDIS_URL is set. */
   modelAdapter: (name: string) => Adapter;
   /** Renders one of the site's pages (views/) as the response: the provider's errors and logout pages. */
@@ -198,6 +202,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     if (isSignedOutLogoutPage(ctx as KoaContextWithOIDC)) pages.signedOutLogout(ctx as KoaContextWithOIDC);
     else tokenResponseShape(ctx as never);
   });
+  provider.use(indexProviderSessions(deps.sessionIndex, deps.onError));
 
   // The route's own error handler already answered 500; providerFaults corrects the answer.
   provider.on('server_error', (ctx, err) => recordProviderFault(ctx, err, deps.onError));
