@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import Provider, { errors, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { errors, interactionPolicy, type Adapter, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { deleteUserGrantByGrantId, findUserGrant } from '../db/grants.js';
 import { generateToken } from '../tokens.js';
 import type { Limits } from '../services/limits.js';
 import { SCOPES, TTL } from '../vocabulary.js';
 import { cookieNames } from '../cookie-names.js';
-import { findAccount } from './accounts.js';
+import { findAccount, type IdpAccount } from './accounts.js';
 import { authorizeQuery } from './authorize-params.js';
 import { clientAuthLimit } from './client-auth-limit.js';
 import { createClientAdapter, hashedSecretComparison } from './clients.js';
@@ -138,6 +138,7 @@ export function createProvider(deps: ProviderDeps): Provider {
     },
     interactions: {
       url: async (_ctx, interaction) => `/interaction/${interaction.uid}`,
+      policy: interactionsPolicy(config.requireVerifiedEmail),
     },
     cookies: {
       keys: keys.cookieKeys,
@@ -207,6 +208,23 @@ export function createProvider(deps: ProviderDeps): Provider {
     deleteUserGrantByGrantId(db, grantId).catch((err: unknown) => deps.onError(err));
   });
   return provider;
+}
+
+/**
+ * oidc-provider's prompts; with REQUIRE_VERIFIED_EMAIL, an account whose address is not verified
+ * always meets the consent step (where the page refuses it), even with a grant that would skip it.
+ */
+function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Prompt[] {
+  const policy = interactionPolicy.base();
+  if (requireVerifiedEmail) {
+    policy.get('consent')!.checks.add(
+      new interactionPolicy.Check('email_not_verified', 'the e-mail address of the account is not verified', 'interaction_required', (ctx) => {
+        const account = ctx.oidc.account as IdpAccount | undefined;
+        return account !== undefined && !account.emailVerified;
+      }),
+    );
+  }
+  return policy;
 }
 
 /**

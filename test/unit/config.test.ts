@@ -34,8 +34,13 @@ describe('loadConfig', () => {
         signupIp: { points: 10, durationS: 3600 },
         clientAuth: { points: 10, durationS: 60 },
         apiToken: { points: 5000, durationS: 3600 },
+        verifyEmail: { points: 5, durationS: 3600 },
+        resetEmail: { points: 3, durationS: 3600 },
+        resetIp: { points: 20, durationS: 3600 },
       },
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
+      mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
+      requireVerifiedEmail: false,
     });
   });
 
