@@ -82,32 +82,19 @@ function rateLimit(fallback: string) {
     });
 }
 
-function isPostgresUrl(value: string): boolean {
+/** An absolute URL with one of `protocols` and a host name. */
+function isUrlOf(value: string, protocols: string[]): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+    return protocols.includes(url.protocol) && url.hostname !== '';
   } catch {
     return false;
   }
 }
 
-function isSmtpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
-
-function isRedisUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
+const isPostgresUrl = (value: string) => isUrlOf(value, ['postgres:', 'postgresql:']);
+const isRedisUrl = (value: string) => isUrlOf(value, ['redis:', 'rediss:']);
+const isSmtpUrl = (value: string) => isUrlOf(value, ['smtp:', 'smtps:']);
 
 export interface Config {
   env: 'development' | 'production' | 'test';

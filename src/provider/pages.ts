@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { findUserById, type UserRow } from '../db/users.js';
@@ -89,5 +90,20 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
         xsrf: secret,
       }, 200);
     },
+  };
+}
+
+export type ProviderPages = ReturnType<typeof providerPages>;
+
+/**
+ * The logout request of a person who is not signed in: the library answers it with a page that
+ * submits its form by inline script (lib/actions/end_session.js), which the site's CSP refuses.
+ * That answer is replaced with pages.signedOutLogout, the same form without inline script.
+ */
+export function scriptlessSignedOutLogout(pages: ProviderPages) {
+  return async function replaceSignedOutLogoutPage(ctx: Context, next: Next): Promise<void> {
+    await next();
+    const { oidc } = ctx as KoaContextWithOIDC;
+    if (oidc?.route === 'end_session' && ctx.status === 200 && !oidc.session?.accountId) pages.signedOutLogout(ctx as KoaContextWithOIDC);
   };
 }

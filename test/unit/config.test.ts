@@ -57,6 +57,17 @@ describe('loadConfig', () => {
     expect(err.message).to.not.include('hunter2');
   });
 
+  it('never echoes the password of an SMTP_URL it refuses', () => {
+    const err = configError({ SMTP_URL: 'smtpx://mailer:hunter2@mail.example.com' });
+    expect(err.message).to.match(/^SMTP_URL=/);
+    expect(err.message).to.not.include('hunter2');
+  });
+
+  it('sends mail from MAIL_FROM, else from no-reply at the issuer\'s host', () => {
+    expect(loadConfig({ ISSUER: 'https://id.example.com' }).mail.from).to.equal('Horizon ID <no-reply@id.example.com>');
+    expect(loadConfig({ MAIL_FROM: 'IdP <idp@example.org>' }).mail.from).to.equal('IdP <idp@example.org>');
+  });
+
   it('derives the default issuer from PORT', () => {
     expect(loadConfig({ PORT: '8080' }).issuer).to.equal('http://localhost:8080');
   });
@@ -106,6 +117,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_SIGNIN_IP', { RATE_LIMIT_SIGNIN_IP: '50' }],
     ['RATE_LIMIT_API_TOKEN', { RATE_LIMIT_API_TOKEN: '0/1h' }],
     ['KDF_CONCURRENCY', { KDF_CONCURRENCY: '0' }],
+    ['SMTP_URL', { SMTP_URL: 'mail.example.com:587' }],
+    ['SMTP_URL', { SMTP_URL: 'http://mail.example.com' }],
+    ['REQUIRE_VERIFIED_EMAIL', { REQUIRE_VERIFIED_EMAIL: 'yes' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
