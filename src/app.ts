@@ -25,6 +25,7 @@ import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
+import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
@@ -35,6 +36,7 @@ import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
+import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { groupRoutes } from './web/group-routes.js';
@@ -115,7 +117,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 
   const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
-  const deps: WebDeps = { config, db, sessions, limits, kdf };
+  const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, log: logger };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -166,7 +169,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   app.use(mountWhenMatched(web));
@@ -195,6 +198,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
       if (pruner) clearInterval(pruner);
       clearInterval(sessionPruner);
       await kdf.close();
+      mailer.close();
       redis?.disconnect();
       await db.destroy();
     },
