@@ -25,6 +25,7 @@ import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
+import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
@@ -36,7 +37,9 @@ import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
+import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
+import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -96,11 +99,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
 
   const limits = new Limits(config, db, redis, options.redisKeyPrefix);
+  const sessionsSeen = sessionIndex(db, (err) => logger.warn({ err }, 'recording a session failed'));
   const provider = createProvider({
     config,
     db,
     keys,
     limits,
+    sessionIndex: sessionsSeen,
     modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
     renderPage: (ctx, view, locals, status) => {
       ctx.type = 'html';
@@ -111,9 +116,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     onError: (err) => onFault(err),
   });
 
-  const sessions = new SiteSessions(provider, secure);
+  const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
-  const deps: WebDeps = { config, db, sessions, limits, kdf };
+  const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, log: logger };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -164,7 +170,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), adminRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), adminRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   app.use(mountWhenMatched(web, adminAreaHidden(deps)));
@@ -179,6 +185,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
         pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
       }, 10 * 60 * 1000).unref();
+  // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
+  const sessionPruner = setInterval(() => {
+    pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
+  }, 10 * 60 * 1000).unref();
 
   return {
     app,
@@ -187,7 +197,9 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     provider,
     async close() {
       if (pruner) clearInterval(pruner);
+      clearInterval(sessionPruner);
       await kdf.close();
+      mailer.close();
       redis?.disconnect();
       await db.destroy();
     },

@@ -32,6 +32,9 @@ const schema = z
     RATE_LIMIT_SIGNUP_IP: rateLimit('10/1h'),
     RATE_LIMIT_CLIENT_AUTH: rateLimit('10/1m'),
     RATE_LIMIT_API_TOKEN: rateLimit('5000/1h'),
+    RATE_LIMIT_VERIFY_EMAIL: rateLimit('5/1h'),
+    RATE_LIMIT_RESET_EMAIL: rateLimit('3/1h'),
+    RATE_LIMIT_RESET_IP: rateLimit('20/1h'),
     // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
@@ -114,6 +117,11 @@ export interface Config {
     signupIp: RateLimit | null;
     clientAuth: RateLimit | null;
     apiToken: RateLimit | null;
+    /** Verification mails one account may ask for again. */
+    verifyEmail: RateLimit | null;
+    /** Password-reset requests for one address, and from one client address. */
+    resetEmail: RateLimit | null;
+    resetIp: RateLimit | null;
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
@@ -162,6 +170,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       signupIp: e.RATE_LIMIT_SIGNUP_IP,
       clientAuth: e.RATE_LIMIT_CLIENT_AUTH,
       apiToken: e.RATE_LIMIT_API_TOKEN,
+      verifyEmail: e.RATE_LIMIT_VERIFY_EMAIL,
+      resetEmail: e.RATE_LIMIT_RESET_EMAIL,
+      resetIp: e.RATE_LIMIT_RESET_IP,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
     mail: {

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import { createProvider } from '../provider/index.js';
 import { loadOrCreateKeys } from '../provider/keys.js';
 import { Limits } from '../services/limits.js';
+import { sessionIndex } from '../services/sessions.js';
 
 /**
  * Runs `work` with an oidc-provider on the service's own storage (SQL, or Redis when REDIS_URL is
@@ -23,6 +24,7 @@ export async function withProvider<T>(config: Config, db: Knex, work: (provider:
       db,
       keys: await loadOrCreateKeys(db, config.keysSecret),
       limits: new Limits(config, db, redis),
+      sessionIndex: sessionIndex(db, () => {}),
       modelAdapter: redis ? createRedisAdapter(redis) : createSqlAdapter(db),
       renderPage: () => {},
       onError: () => {},

@@ -6,6 +6,7 @@ import { AppError, NotFoundError } from '../errors.js';
 import { isScope, SCOPES } from '../vocabulary.js';
 import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
+import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
@@ -50,10 +51,22 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     });
   }
 
+  /** With REQUIRE_VERIFIED_EMAIL, the signed-in account of the flow while its address is not verified. */
+  async function unverifiedAccount(interaction: Awaited<ReturnType<typeof details>>) {
+    if (!deps.config.requireVerifiedEmail) return undefined;
+    const user = await userById(db, Number(interaction.session!.accountId));
+    return user && !user.email_verified_at ? user : undefined;
+  }
+
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
       render(ctx, 'login', { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '' });
+      return;
+    }
+    const unverified = await unverifiedAccount(interaction);
+    if (unverified) {
+      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);
@@ -73,6 +86,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.post('/confirm', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'consent') throw new AppError(400, 'invalid_request', 'this sign-in request is not waiting for consent');
+    if (await unverifiedAccount(interaction)) throw new AppError(403, 'email_not_verified', 'Verify your e-mail address before authorizing applications.');
     const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
     // One grant per user and application, listed in Account settings → Authorized applications,
     // so that a later flow in any session skips consent and Revoke reaches every token.

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import { errors, type Adapter, type Configuration, type ErrorOut, type Grant, type KoaContextWithOIDC } from 'oidc-provider';
+import { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Grant, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { cookieNames } from '../cookie-names.js';
 import { findUserGrant } from '../db/grants.js';
 import { SCOPES, TTL } from '../vocabulary.js';
-import { findAccount } from './accounts.js';
+import { findAccount, type IdpAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
-import { interactionPolicyWithAccountCheck } from './interaction-policy.js';
+import { withAccountCheck } from './interaction-policy.js';
 import type { ProviderKeys } from './keys.js';
 import type { ProviderPages } from './pages.js';
 
@@ -127,7 +127,7 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     interactions: {
       url: async (_ctx, interaction) => `/interaction/${interaction.uid}`,
       // A session whose account is gone or disabled asks for a sign-in again.
-      policy: interactionPolicyWithAccountCheck(),
+      policy: withAccountCheck(interactionsPolicy(config.requireVerifiedEmail)),
     },
     cookies: {
       // The keys every instance shares (keys.ts), so any instance reads another's cookies.
@@ -150,6 +150,23 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // Errors are the site's error page on the routes a browser visits, JSON on every other.
     renderError: (ctx, out) => renderError(pages, ctx, out),
   };
+}
+
+/**
+ * oidc-provider's prompts; with REQUIRE_VERIFIED_EMAIL, an account whose address is not verified
+ * always meets the consent step (where the page refuses it), even with a grant that would skip it.
+ */
+function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Prompt[] {
+  const policy = interactionPolicy.base();
+  if (requireVerifiedEmail) {
+    policy.get('consent')!.checks.add(
+      new interactionPolicy.Check('email_not_verified', 'the e-mail address of the account is not verified', 'interaction_required', (ctx) => {
+        const account = ctx.oidc.account as IdpAccount | undefined;
+        return account !== undefined && !account.emailVerified;
+      }),
+    );
+  }
+  return policy;
 }
 
 /**

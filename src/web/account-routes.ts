@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { AccountDisabledError, signIn, signUp } from '../services/users.js';
+import { sendVerificationInBackground } from '../services/verification.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 
@@ -41,6 +42,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
     try {
       const user = await signUp(deps, { ...values, password: form.password ?? '' }, ctx.ip);
+      sendVerificationInBackground(deps, user);
       await deps.sessions.signIn(ctx, user.id);
       ctx.redirect('/groups');
     } catch (err) {

@@ -4,7 +4,9 @@ import type { Config } from '../config.js';
 import type { UserRow } from '../db/users.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
+import type { Logger } from '../log.js';
 import type { Limits } from '../services/limits.js';
+import type { Mailer } from '../services/mail.js';
 import type { KdfQueue } from '../services/passwords.js';
 import { signedInUserById } from '../services/users.js';
 import type { SiteSessions } from './session.js';
@@ -16,6 +18,9 @@ export interface WebDeps {
   sessions: SiteSessions;
   limits: Limits;
   kdf: KdfQueue;
+  mailer: Mailer;
+  /** For work that outlives its request (mail sent in the background). */
+  log: Logger;
 }
 
 /** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */
