@@ -38,6 +38,7 @@ import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
 import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
+import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -97,11 +98,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
 
   const limits = new Limits(config, db, redis, options.redisKeyPrefix);
+  const sessionsSeen = sessionIndex(db, (err) => logger.warn({ err }, 'recording a session failed'));
   const provider = createProvider({
     config,
     db,
     keys,
     limits,
+    sessionIndex: sessionsSeen,
     modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
     renderPage: (ctx, view, locals, status) => {
       ctx.type = 'html';
@@ -112,7 +115,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     onError: (err) => onFault(err),
   });
 
-  const sessions = new SiteSessions(provider, secure);
+  const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
   const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
   const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, log: logger };
@@ -181,6 +184,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
         pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
       }, 10 * 60 * 1000).unref();
+  // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
+  const sessionPruner = setInterval(() => {
+    pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
+  }, 10 * 60 * 1000).unref();
 
   return {
     app,
@@ -189,6 +196,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     provider,
     async close() {
       if (pruner) clearInterval(pruner);
+      clearInterval(sessionPruner);
       await kdf.close();
       mailer.close();
       redis?.disconnect();

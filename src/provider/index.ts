@@ -4,6 +4,7 @@ import Provider, { type Adapter, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import { deleteUserGrantByGrantId } from '../db/grants.js';
 import type { Limits } from '../services/limits.js';
+import type { SessionIndex } from '../services/sessions.js';
 import { clientAuthLimit } from './client-auth-limit.js';
 import {
   authorizeQueryDefaults,
@@ -18,6 +19,7 @@ import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import type { ProviderKeys } from './keys.js';
 import { providerPages, scriptlessSignedOutLogout, type RenderPage } from './pages.js';
+import { indexProviderSessions } from './session-index.js';
 import { applyTokenFormats } from './token-formats.js';
 
 export interface ProviderDeps {
@@ -25,6 +27,8 @@ export interface ProviderDeps {
   db: Knex;
   keys: ProviderKeys;
   limits: Limits;
+  /** Account settings → Sessions: the sessions the flow signs in and out. */
+  sessionIndex: SessionIndex;
   /** Storage of every model but Client: the SQL adapter, or Redis when REDIS_URL is set. */
   modelAdapter: (name: string) => Adapter;
   /** Renders one of the site's pages (views/) as the response: the provider's errors and logout pages. */
@@ -58,6 +62,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(authorizeRedirectsAs302);
   provider.use(scriptlessSignedOutLogout(pages));
   provider.use(tokenResponseWithExpireIn);
+  provider.use(indexProviderSessions(deps.sessionIndex, onError));
 
   // The route's own error handler already answered 500; providerFaults corrects the answer.
   provider.on('server_error', (ctx, err) => recordProviderFault(ctx, err, onError));

@@ -3,6 +3,7 @@ import * as initial from './0001_initial.js';
 import * as rateLimits from './0003_rate_limits.js';
 import * as signOutUrls from './0004_sign_out_urls.js';
 import * as accountLinks from './0005_account_links.js';
+import * as sessions from './0006_sessions.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0003_rate_limits': rateLimits,
   '0004_sign_out_urls': signOutUrls,
   '0005_account_links': accountLinks,
+  '0006_sessions': sessions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
