@@ -154,8 +154,10 @@ for (const profile of profiles()) {
         expect(res.text).to.include('href="/forgot-password"');
       });
 
-      it('mails a 1-hour link; the new password replaces the old one and the link is spent', async () => {
+      it('mails a 1-hour link; the new password replaces the old one, every session is signed out and the link is spent', async () => {
         const user = await makeUser(idp.idp.db);
+        const elsewhere = await signedIn(idp.url, user);
+        await elsewhere.agent.get('/groups').expect(200);
         const client = await browser(idp.url, '/forgot-password');
         await client.submit('/forgot-password', { email: user.email.toUpperCase() }).expect(302).expect('Location', '/forgot-password/sent');
         const sent = await client.agent.get('/forgot-password/sent').expect(200);
@@ -180,6 +182,7 @@ for (const profile of profiles()) {
         expect(donePage.text).to.include('Your new password is set');
         expect(donePage.text).not.to.include(token);
 
+        await elsewhere.agent.get('/groups').expect(302).expect('Location', /^\/login\?return_to=/);
         const signIn = await browser(idp.url);
         await signIn.submit('/login', { login: user.username, password: PASSWORD }).expect(401);
         await signIn.submit('/login', { login: user.username, password: NEW_PASSWORD }).expect(302).expect('Location', '/groups');
