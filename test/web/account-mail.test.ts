@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
 import { expect } from 'chai';
 import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
 import { makeUser, PASSWORD } from '../helpers/factories.js';
@@ -150,8 +154,10 @@ for (const profile of profiles()) {
         expect(res.text).to.include('href="/forgot-password"');
       });
 
-      it('mails a 1-hour link; the new password replaces the old one and the link is spent', async () => {
+      it('mails a 1-hour link; the new password replaces the old one, every session is signed out and the link is spent', async () => {
         const user = await makeUser(idp.idp.db);
+        const elsewhere = await signedIn(idp.url, user);
+        await elsewhere.agent.get('/groups').expect(200);
         const client = await browser(idp.url, '/forgot-password');
         await client.submit('/forgot-password', { email: user.email.toUpperCase() }).expect(302).expect('Location', '/forgot-password/sent');
         const sent = await client.agent.get('/forgot-password/sent').expect(200);
@@ -176,6 +182,7 @@ for (const profile of profiles()) {
         expect(donePage.text).to.include('Your new password is set');
         expect(donePage.text).not.to.include(token);
 
+        await elsewhere.agent.get('/groups').expect(302).expect('Location', /^\/login\?return_to=/);
         const signIn = await browser(idp.url);
         await signIn.submit('/login', { login: user.username, password: PASSWORD }).expect(401);
         await signIn.submit('/login', { login: user.username, password: NEW_PASSWORD }).expect(302).expect('Location', '/groups');
@@ -318,4 +325,39 @@ for (const profile of profiles()) {
       expect(fieldError(refused.text, 'email')).to.include('Too many e-mails');
     });
   });
+
+  describe(`mail: .eml files when SMTP_URL is unset (${profile})`, () => {
+    let dir: string;
+    let idp: RunningIdp;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'idp-mail-'));
+      idp = await startIdp(profile, { MAIL_DIR: dir });
+    });
+    after(async () => {
+      await idp?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('writes the sign-up verification mail as an .eml file whose link verifies', async () => {
+      const client = await browser(idp.url, '/signup');
+      const username = `eml-${unique()}`;
+      await client.submit('/signup', { username, email: `${username}@example.test`, name: '', password: PASSWORD }).expect(302);
+      const { file, mail } = await firstMailIn(dir, idp.url);
+      expect(file).to.match(/\.eml$/);
+      expect(mail.subject).to.equal('Verify your e-mail address');
+      expect(mail.to && !Array.isArray(mail.to) ? mail.to.text : '').to.equal(`${username}@example.test`);
+      await client.agent.get(pathOf(linkIn(mail, idp.url))).expect(302).expect('Location', '/verify-email/done');
+    });
+  });
+}
+
+/** The first message written to `dir`, once it is complete (mail is written in the background). */
+async function firstMailIn(dir: string, base: string) {
+  for (let i = 0; i < 100; i += 1) {
+    const [file] = readdirSync(dir);
+    const mail = file ? await simpleParser(readFileSync(join(dir, file))) : undefined;
+    if (file && mail?.text?.includes(base)) return { file, mail };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no complete message in ${dir}`);
 }
