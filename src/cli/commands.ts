@@ -1,12 +1,15 @@
 import type { Knex } from 'knex';
 import { presentAccessToken } from '../presenters/access-token.js';
+import { maskAddress } from '../presenters/address.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
 import { rotateSigningKey } from '../provider/keys.js';
 import type { Config } from '../config.js';
+import { createLogger } from '../log.js';
 import { createAccessToken } from '../services/access-tokens.js';
-import { disableUser, enableUser, setSiteAdmin } from '../services/admin.js';
+import { disableUser, enableUser, sendPasswordReset, setSiteAdmin } from '../services/admin.js';
+import { createMailer } from '../services/mail.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
@@ -102,6 +105,20 @@ async function userEnable({ db, flags }: CommandContext): Promise<CommandResult>
     json: { username: user.username, disabled: false, changed },
     text: changed ? `enabled ${user.username}: they can sign in again` : `${user.username} was not disabled`,
   };
+}
+
+async function userResetPassword({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  // Silent: with no SMTP_URL outside production the mailer would log the link, and the link is a secret.
+  const log = createLogger('silent');
+  const mailer = createMailer({ ...config.mail, logLinks: false, logger: log });
+  try {
+    await sendPasswordReset({ db, config, mailer, log }, ADMIN, user);
+  } finally {
+    mailer.close();
+  }
+  const to = maskAddress(user.email);
+  return { json: { username: user.username, sentTo: to }, text: `sent to ${to}` };
 }
 
 async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult> {
@@ -223,6 +240,14 @@ export const commands: Command[] = [
     strings: [],
     argument: 'username',
     run: userEnable,
+  },
+  {
+    name: 'user reset-password',
+    usage: '<username>',
+    summary: "Mail the user a password reset link (1 hour, single use) at their address; prints only where it went, masked.",
+    strings: [],
+    argument: 'username',
+    run: userResetPassword,
   },
   {
     name: 'group create',

@@ -4,10 +4,13 @@ import { deleteAccessTokensOf } from '../db/access-tokens.js';
 import { listSiteAudit, markUserDisabled, markUserEnabled, searchUsers, setUserAdmin, type AdminUserRow } from '../db/admin.js';
 import { recordAudit, type AuditRow } from '../db/audit.js';
 import { findUserById, type UserRow } from '../db/users.js';
-import { AppError, NotFoundError } from '../errors.js';
+import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
 import { auditActorId, type Actor } from './context.js';
 import { authorizedApplicationsOf, revokeUserGrant } from './grants.js';
+import { sendResetLink } from './password-reset.js';
+import { signOutEverywhere } from './sessions.js';
+import type { MailDeps } from './verification.js';
 
 /**
  * Site administration: who administers the site, disabling and enabling accounts, and the admin
@@ -28,13 +31,13 @@ export interface Listing<T> {
 
 type Account = Pick<UserRow, 'id' | 'username'>;
 
-function recordSiteAudit(db: Knex, actor: Actor, action: string, user: Account, at: string): Promise<void> {
+function recordSiteAudit(db: Knex, actor: Actor, action: string, user: Account, at: string, details: Record<string, unknown> = {}): Promise<void> {
   return recordAudit(db, {
     groupId: null,
     actorId: auditActorId(actor),
     action,
     target: user.username,
-    details: actor.admin ? { via: 'cli' } : {},
+    details: actor.admin ? { ...details, via: 'cli' } : details,
     ip: actor.ip,
   }, at);
 }
@@ -77,8 +80,8 @@ export interface Disabled {
 
 /**
  * Disables an account: marked first (from then on it is refused wherever a user is loaded), then
- * its grants revoked with every code and OAuth token under them, and its personal access tokens
- * deleted. Disabling an account that is disabled already does the revoking again, so a run cut
+ * signed out of every session, its grants revoked with every code and OAuth token under them,
+ * and its personal access tokens deleted. Disabling an account that is disabled already does the revoking again, so a run cut
  * short can be completed. An administrator cannot disable their own account from the Admin area.
  */
 export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow): Promise<Disabled> {
@@ -91,6 +94,7 @@ export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow):
     await recordSiteAudit(trx, actor, 'user.disable', user, at);
     return true;
   });
+  await signOutEverywhere(deps, user.id);
   const grants = await revokeEveryGrant(deps, user.id);
   const accessTokens = await deleteAccessTokensOf(deps.db, user.id);
   return { changed, grants, accessTokens };
@@ -116,4 +120,19 @@ export async function enableUser(db: Knex, actor: Actor, user: UserRow): Promise
     await recordSiteAudit(trx, actor, 'user.enable', user, at);
     return true;
   });
+}
+
+/**
+ * Mails the account a password reset link (1 h, single use), as Forgot password would; the
+ * current password keeps working until the link is used. Recorded once the mail went out; a mail
+ * server that refuses is a 503.
+ */
+export async function sendPasswordReset(deps: MailDeps, actor: Actor, user: UserRow): Promise<void> {
+  try {
+    await sendResetLink(deps, user);
+  } catch (err) {
+    deps.log.error({ err, userId: user.id }, 'password reset mail not sent');
+    throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');
+  }
+  await recordSiteAudit(deps.db, actor, 'user.password_reset.send', user, now());
 }

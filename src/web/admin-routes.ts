@@ -7,7 +7,7 @@ import { NotFoundError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { isDisabled, isSiteAdmin } from '../policies/site.js';
 import { toIso } from '../time.js';
-import { disableUser, enableUser, findUsers, requireUserById, siteAuditLog } from '../services/admin.js';
+import { disableUser, enableUser, findUsers, requireUserById, sendPasswordReset, siteAuditLog } from '../services/admin.js';
 import { signedInUserById } from '../services/users.js';
 import { actorOf, type WebDeps } from './context.js';
 import { render } from './render.js';
@@ -21,6 +21,7 @@ const NOTICES: Record<string, string> = {
   enabled: 'Account enabled. The person can sign in again; revoked tokens stay revoked.',
   'already-disabled': 'The account was disabled already. Its grants and tokens were revoked again.',
   'already-enabled': 'The account was enabled already.',
+  'reset-sent': 'Password reset link sent to the account’s e-mail address.',
 };
 
 /** Whether a path belongs to the Admin area. */
@@ -167,6 +168,12 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     const user = await targetUser(ctx);
     const changed = await enableUser(db, actorOf(ctx), user);
     ctx.redirect(`${userUrl(user)}?notice=${changed ? 'enabled' : 'already-enabled'}`);
+  });
+
+  router.post('/users/:id/password-reset', async (ctx) => {
+    const user = await targetUser(ctx);
+    await sendPasswordReset(deps, actorOf(ctx), user);
+    ctx.redirect(`${userUrl(user)}?notice=reset-sent`);
   });
 
   router.get('/audit', async (ctx) => {
