@@ -47,10 +47,15 @@ export function adminAreaHidden(deps: WebDeps) {
   };
 }
 
+/** A query parameter as one string: the first of a repeated one, '' for none. */
+function firstValue(value: string | string[] | undefined): string {
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
 /** The page number of a list (`?page=`): a whole number from 1, anything else the first page. */
 function pageOf(ctx: Context): { number: number; limit: number; offset: number } {
-  const raw = ctx.query.page;
-  const number = typeof raw === 'string' && /^[1-9][0-9]{0,5}$/.test(raw) ? Number(raw) : 1;
+  const raw = firstValue(ctx.query.page);
+  const number = /^[1-9][0-9]{0,5}$/.test(raw) ? Number(raw) : 1;
   return { number, limit: PAGE_SIZE, offset: (number - 1) * PAGE_SIZE };
 }
 
@@ -128,7 +133,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/', (ctx) => ctx.redirect(`${BASE}/users`));
 
   router.get('/users', async (ctx) => {
-    const query = typeof ctx.query.q === 'string' ? ctx.query.q.trim().slice(0, MAX_QUERY) : '';
+    const query = firstValue(ctx.query.q).trim().slice(0, MAX_QUERY);
     const page = pageOf(ctx);
     const { total, items } = await findUsers(db, query, page);
     render(ctx, 'admin/users', {
@@ -142,7 +147,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/users/:id', async (ctx) => {
     const user = await targetUser(ctx);
-    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
+    const key = firstValue(ctx.query.notice);
     render(ctx, 'admin/user', {
       title: `${user.username} · Admin`,
       tab: 'users',
