@@ -16,7 +16,6 @@ import { addMember, adminAccess, createGroup } from '../services/groups.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
-import { withProvider } from './provider.js';
 import { readFirstLine } from './stdin.js';
 
 /** What a command works with: an open, migrated database and its parsed flags. */
@@ -88,6 +87,9 @@ async function userSetAdmin({ db, flags }: CommandContext): Promise<CommandResul
 
 async function userDisable({ db, flags, config }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.argument(), 'username');
+  // Loaded here only: oidc-provider is heavy, and on a Node.js older than it wants it prints a
+  // warning on stderr as it loads, which no other command should.
+  const { withProvider } = await import('./provider.js');
   const result = await withProvider(config, db, (provider) => disableUser({ db, provider }, ADMIN, user));
   return {
     json: { username: user.username, disabled: true, ...result },
