@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider';
 import { findAppByClientId, listSecrets, pageAppsOfGroup, signOutUrlsOf, type AppRow } from '../db/apps.js';
 import type { GroupRow } from '../db/groups.js';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
-import { parseId } from '../ids.js';
+import { isClientId, parseId } from '../ids.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
 import {
   createApplication,
@@ -86,7 +86,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function loadApp(ctx: Ctx) {
     const { actor, group } = await loadPageGroup(db, ctx, 'manage-apps');
     const clientId = String(ctx.params.clientId ?? '');
-    const app = clientId.length <= 64 ? await findAppByClientId(db, clientId) : undefined;
+    const app = isClientId(clientId) ? await findAppByClientId(db, clientId) : undefined;
     if (!app || Number(app.group_id) !== Number(group.id)) throw new NotFoundError('This group has no application at this address.');
     return { actor, group, app };
   }

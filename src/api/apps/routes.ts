@@ -5,6 +5,7 @@ import type Provider from 'oidc-provider';
 import { z } from 'zod';
 import { findAppByClientId, listSecrets, pageAppsOfGroup } from '../../db/apps.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
+import { isClientId } from '../../ids.js';
 import { presentApp, presentAppWithSecrets } from '../../presenters/app.js';
 import {
   authorizeApplication,
@@ -52,7 +53,7 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
   /** The `{clientID}` of the path, once it names an application of a group the caller belongs to. */
   async function visibleApp(ctx: Context): Promise<string> {
     const clientId = String(ctx.params.clientID ?? '');
-    const app = clientId.length <= 64 ? await findAppByClientId(db, clientId) : undefined;
+    const app = isClientId(clientId) ? await findAppByClientId(db, clientId) : undefined;
     if (!app) throw new NotFoundError(NO_APP);
     try {
       await authorizeGroup(db, actorOf(ctx), app.group_id, 'read');
