@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { z } from 'zod';
 import { findAppByClientId, listSecrets, pageAppsOfGroup } from '../../db/apps.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { isClientId } from '../../ids.js';
@@ -21,9 +20,6 @@ import * as rules from '../../services/rules.js';
 import { authOf, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { idParam } from '../params.js';
-
-/** A new secret takes no options: an empty body, or `{}`. */
-const newSecretSchema = z.strictObject({});
 
 const NO_GROUP = 'no such group, or you are not a member of it';
 const NO_APP = 'no such application, or you are not a member of its group';
@@ -102,7 +98,7 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
   });
 
   router.post('/oauth-apps/:clientID/secrets', readWrite, async (ctx) => {
-    rules.parse(newSecretSchema, jsonObject(ctx));
+    rules.parse(rules.newSecret, jsonObject(ctx));
     const secret = await generateClientSecret(db, actorOf(ctx), await visibleApp(ctx));
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
