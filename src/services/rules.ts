@@ -154,6 +154,8 @@ export const applicationChanges = newApplication
 /** A new client secret takes no options: an empty body, or `{}`. */
 export const newSecret = z.strictObject({});
 
+// Query strings of /apis/v2.
+
 /**
  * A whole number as a query string or a command line writes it: decimal digits only, so a sign,
  * a point or an exponent makes it something else.
@@ -161,6 +163,35 @@ export const newSecret = z.strictObject({});
 export function wholeNumber(message?: string) {
   return z.string().regex(/^[0-9]+$/, message).transform(Number);
 }
+
+/** A query parameter: given at most once (twice reads as a list), and an empty value is the same as none. */
+function queryParam<T extends z.ZodType<unknown, string | undefined>>(parameter: string, value: T) {
+  return z
+    .string({ error: `${parameter} must be given at most once` })
+    .optional()
+    .transform((raw) => raw || undefined)
+    .pipe(value);
+}
+
+/** An integer query parameter from 1 to `max`, `fallback` when absent. */
+function countParam(parameter: string, max: number, fallback: number) {
+  const message = `${parameter} must be an integer from 1 to ${max}`;
+  return queryParam(parameter, wholeNumber(message).pipe(z.int(message).min(1, message).max(max, message)).default(fallback));
+}
+
+/** The one pagination of every list. */
+export const pageQuery = z.object({
+  pageNumber: countParam('pageNumber', 1_000_000_000, 1),
+  pageSize: countParam('pageSize', 50, 20),
+});
+
+/** An optional text query parameter of at most `maxLength` characters. */
+export function queryText(parameter: string, maxLength: number) {
+  return queryParam(parameter, z.string().max(maxLength, `${parameter} must be at most ${maxLength} characters`).optional());
+}
+
+/** How long a list's `filter` may be. */
+export const MAX_FILTER_LENGTH = 100;
 
 /** Parses with a schema and throws a ValidationError naming the first bad field. */
 export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { findGroupOfUser, pageGroupsOfUser } from '../../db/groups.js';
 import { NotFoundError } from '../../errors.js';
 import { presentGroup } from '../../presenters/group.js';
+import { MAX_FILTER_LENGTH } from '../../services/rules.js';
 import { authOf, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { idParam, optionalQuery } from '../params.js';
@@ -13,7 +14,7 @@ export function groupsApi(deps: { db: Knex; issuer: string; realm: string }): Ro
 
   router.get('/groups', readOnly, async (ctx) => {
     const page = parsePage(ctx);
-    const filter = optionalQuery(ctx, 'filter', 100);
+    const filter = optionalQuery(ctx, 'filter', MAX_FILTER_LENGTH);
     const { total, items } = await pageGroupsOfUser(deps.db, authOf(ctx).userId, { ...page, filter });
     sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) });
   });
