@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { z } from 'zod';
 import * as rules from '../services/rules.js';
 import { parseQuery } from './params.js';
 
@@ -13,6 +14,15 @@ export interface Page {
 export function parsePage(ctx: Context): Page {
   const { pageNumber, pageSize } = parseQuery(ctx, rules.pageQuery);
   return { pageNumber, pageSize, limit: pageSize, offset: (pageNumber - 1) * pageSize };
+}
+
+/** The envelope of a page of `item`s, as sendPage writes it. */
+export function pageOf(item: z.ZodType) {
+  return z.object({
+    data: z.object({ total: z.int().min(0), items: z.array(item) }),
+    pageNumber: rules.pageQuery.shape.pageNumber,
+    pageSize: rules.pageQuery.shape.pageSize,
+  });
 }
 
 /** Writes the `{data: {total, items}, pageNumber, pageSize}` envelope and the RFC 8288 Link header. */
