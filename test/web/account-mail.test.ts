@@ -52,6 +52,7 @@ for (const profile of profiles()) {
         expect(link.searchParams.get('token')).to.match(/^[A-Za-z0-9_-]{43}$/);
         expect(mail.html).to.include(link.toString().replace(/&/g, '&amp;'));
         expect(mail.text).to.include('expires in 24 hours');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
 
         const before = await client.agent.get('/groups').expect(200);
         expect(before.text).to.include('data-testid="verify-banner"');
@@ -166,6 +167,8 @@ for (const profile of profiles()) {
         const mail = await smtp.next(user.email);
         expect(mail.subject).to.equal('Reset your password');
         expect(mail.text).to.include('expires in 1 hour');
+        expect(mail.html).to.include('<meta name="referrer" content="no-referrer">');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
         const link = linkIn(mail, idp.url);
         expect(link.pathname).to.equal('/reset-password');
         const token = link.searchParams.get('token')!;
