@@ -25,7 +25,11 @@ export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, 
 
 async function mailResetLink(deps: MailDeps, email: string): Promise<void> {
   const user = await findUserByLogin(deps.db, email);
-  if (!user) return;
+  if (user) await sendPasswordReset(deps, user);
+}
+
+/** Mails `user` a password-reset link (1 h, single use); also for an administrator sending one. */
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }): Promise<void> {
   const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user);
   await deps.mailer.send({
     to: user.email,
