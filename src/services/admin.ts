@@ -8,7 +8,7 @@ import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
 import { auditActorId, type Actor } from './context.js';
 import { authorizedApplicationsOf, revokeUserGrant } from './grants.js';
-import { sendResetLink } from './password-reset.js';
+import { sendPasswordReset as mailPasswordReset } from './password-reset.js';
 import { signOutEverywhere } from './sessions.js';
 import type { MailDeps } from './verification.js';
 
@@ -129,7 +129,7 @@ export async function enableUser(db: Knex, actor: Actor, user: UserRow): Promise
  */
 export async function sendPasswordReset(deps: MailDeps, actor: Actor, user: UserRow): Promise<void> {
   try {
-    await sendResetLink(deps, user);
+    await mailPasswordReset(deps, user);
   } catch (err) {
     deps.log.error({ err, userId: user.id }, 'password reset mail not sent');
     throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');

@@ -25,11 +25,11 @@ export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, 
 
 async function mailResetLink(deps: MailDeps, email: string): Promise<void> {
   const user = await findUserByLogin(deps.db, email);
-  if (user) await sendResetLink(deps, user);
+  if (user) await sendPasswordReset(deps, user);
 }
 
-/** A reset link (1 h, single use) mailed to the account's address; throws when the mail cannot be sent. */
-export async function sendResetLink(deps: MailDeps, user: Pick<UserRow, 'id' | 'username' | 'email'>): Promise<void> {
+/** Mails `user` a password-reset link (1 h, single use); also for an administrator sending one. */
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }): Promise<void> {
   const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user);
   await deps.mailer.send({
     to: user.email,

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { simpleParser } from 'mailparser';
+import { pino } from 'pino';
+import { createIdp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { freshDatabase } from '../helpers/db.js';
 import { expect } from 'chai';
 import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
 import { makeUser, PASSWORD } from '../helpers/factories.js';
@@ -52,6 +59,7 @@ for (const profile of profiles()) {
         expect(link.searchParams.get('token')).to.match(/^[A-Za-z0-9_-]{43}$/);
         expect(mail.html).to.include(link.toString().replace(/&/g, '&amp;'));
         expect(mail.text).to.include('expires in 24 hours');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
 
         const before = await client.agent.get('/groups').expect(200);
         expect(before.text).to.include('data-testid="verify-banner"');
@@ -166,6 +174,8 @@ for (const profile of profiles()) {
         const mail = await smtp.next(user.email);
         expect(mail.subject).to.equal('Reset your password');
         expect(mail.text).to.include('expires in 1 hour');
+        expect(mail.html).to.include('<meta name="referrer" content="no-referrer">');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
         const link = linkIn(mail, idp.url);
         expect(link.pathname).to.equal('/reset-password');
         const token = link.searchParams.get('token')!;
@@ -350,6 +360,48 @@ for (const profile of profiles()) {
     });
   });
 }
+
+describe('mail: reset tokens never reach the log', () => {
+  it('logs no token at trace level through forgot password, the link, a refused form and the reset (SMTP set)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const smtp = await startMailServer();
+    const database = await freshDatabase('sqlite');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const config = loadConfig({ NODE_ENV: 'test', PORT: String(port), ISSUER: `http://127.0.0.1:${port}`, DATABASE_URL: database.url, SMTP_URL: smtp.url });
+    // A bare logger with no redaction: the token must never be handed to it at all.
+    const idp = await createIdp(config, { logger: pino({ level: 'trace' }, sink) });
+    server.on('request', idp.app.callback());
+    try {
+      const user = await makeUser(idp.db);
+      const client = await browser(config.issuer, '/forgot-password');
+      await client.submit('/forgot-password', { email: user.email }).expect(302);
+      const link = linkIn(await smtp.next(user.email), config.issuer);
+      const token = link.searchParams.get('token')!;
+      await client.agent.get(pathOf(link)).expect(200);
+      await client.submit('/reset-password', { token, password: NEW_PASSWORD, password_confirmation: 'different' }).expect(400);
+      await client.submit('/reset-password', { token, password: NEW_PASSWORD, password_confirmation: NEW_PASSWORD }).expect(302);
+      await client.agent.get(pathOf(link)).expect(410);
+      expect(lines.some((line) => line.includes('"path":"/reset-password"'))).to.equal(true);
+      expect(lines.filter((line) => line.includes(token))).to.deep.equal([]);
+    } finally {
+      await new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+      await idp.close();
+      await database.drop();
+      await smtp.close();
+    }
+  });
+});
 
 /** The first message written to `dir`, once it is complete (mail is written in the background). */
 async function firstMailIn(dir: string, base: string) {
