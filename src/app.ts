@@ -27,6 +27,7 @@ import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/r
 import { interactionRoutes } from './interactions/routes.js';
 import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
+import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
@@ -170,7 +171,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

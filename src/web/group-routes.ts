@@ -248,7 +248,7 @@ function memberId(value: string | undefined): number {
   return id;
 }
 
-/** An audit row as the page shows it: ISO time, the actor (none: the admin CLI or a deleted user), details as "key: value". */
+/** An audit row as the page shows it: ISO time, the actor ("deleted user", or none: the admin CLI), details as "key: value". */
 function presentAuditEvent(row: AuditRow) {
   let details: Record<string, unknown> = {};
   try {
@@ -260,7 +260,7 @@ function presentAuditEvent(row: AuditRow) {
   return {
     id: row.id,
     at: toIso(row.created_at) ?? '',
-    actor: row.actor_username ?? '—',
+    actor: row.actor_username ?? (row.actor_deleted ? 'deleted user' : '—'),
     action: row.action,
     target: row.target,
     details: Object.entries(details).map(([key, value]) => `${key}: ${String(value)}`).join(', '),
