@@ -31,13 +31,13 @@ export interface Listing<T> {
 
 type Account = Pick<UserRow, 'id' | 'username'>;
 
-function recordSiteAudit(db: Knex, actor: Actor, action: string, user: Account, at: string, details: Record<string, unknown> = {}): Promise<void> {
+function recordSiteAudit(db: Knex, actor: Actor, action: string, user: Account, at: string): Promise<void> {
   return recordAudit(db, {
     groupId: null,
     actorId: auditActorId(actor),
     action,
     target: user.username,
-    details: actor.admin ? { ...details, via: 'cli' } : details,
+    details: actor.admin ? { via: 'cli' } : {},
     ip: actor.ip,
   }, at);
 }
@@ -81,8 +81,9 @@ export interface Disabled {
 /**
  * Disables an account: marked first (from then on it is refused wherever a user is loaded), then
  * signed out of every session, its grants revoked with every code and OAuth token under them,
- * and its personal access tokens deleted. Disabling an account that is disabled already does the revoking again, so a run cut
- * short can be completed. An administrator cannot disable their own account from the Admin area.
+ * and its personal access tokens deleted. Disabling an account that is disabled already does the
+ * revoking again, so a run cut short can be completed. An administrator cannot disable their own
+ * account from the Admin area.
  */
 export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow): Promise<Disabled> {
   if (!actor.admin && actor.userId === user.id) {

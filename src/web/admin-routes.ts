@@ -66,7 +66,8 @@ function pagination(path: string, page: { number: number }, total: number, param
   return {
     number: page.number,
     last,
-    first: total === 0 ? 0 : (page.number - 1) * PAGE_SIZE + 1,
+    // 0 past the last page: nothing is shown there.
+    first: (page.number - 1) * PAGE_SIZE < total ? (page.number - 1) * PAGE_SIZE + 1 : 0,
     end: Math.min(total, page.number * PAGE_SIZE),
     total,
     previous: page.number > 1 ? href(Math.min(page.number - 1, last)) : null,

@@ -30,7 +30,10 @@ async function siteEvents(running: RunningIdp, username: string): Promise<string
 }
 
 for (const profile of profiles()) {
-  describe(`idp CLI: site administrators and disabled accounts (${profile})`, () => {
+  describe(`idp CLI: site administrators and disabled accounts (${profile})`, function () {
+    // Each test starts the CLI (a new Node.js process) up to four times.
+    this.timeout(90_000);
+
     let running: RunningIdp;
     let smtp: MailServer;
     let client: Client;

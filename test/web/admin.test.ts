@@ -117,6 +117,8 @@ for (const profile of profiles()) {
         }
         const beyond = await site.agent.get(`/admin/users?q=${tag}&page=9`).expect(200);
         expect(listedUsernames(beyond.text)).to.deep.equal([]);
+        expect(unescapeHtml(/data-testid="page-range">([^<]*)</.exec(beyond.text)![1]!)).to.equal('Page 9 of 2: there are only 23');
+        expect(beyond.text).to.contain(`href="/admin/users?q=${tag}&amp;page=2" rel="prev"`);
         const repeated = await site.agent.get(`/admin/users?q=${tag}&q=other&page=2&page=1`).expect(200);
         expect(listedUsernames(repeated.text), 'the first of a repeated parameter').to.deep.equal(made.slice(20));
       });
