@@ -4,10 +4,11 @@ import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
 import { rotateSigningKey } from '../provider/keys.js';
-import { createAccessToken } from '../services/access-tokens.js';
+import { createAccessToken, MAX_TOKEN_DAYS } from '../services/access-tokens.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
+import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
@@ -109,14 +110,10 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
 
 async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.required('user'), 'user');
-  const days = flags.string('expires-in-days');
-  if (days !== undefined && !/^[0-9]+$/.test(days)) {
-    throw new UsageError('--expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)');
-  }
   const { token, row } = await createAccessToken(db, user.id, {
     name: flags.required('name'),
     scopes: flags.required('scope').split(/[\s,]+/).filter(Boolean) as never,
-    expiresInDays: days === undefined ? null : Number(days),
+    expiresInDays: expiresInDays(flags.string('expires-in-days')),
   });
   return {
     json: presentAccessToken(row, token),
@@ -126,6 +123,16 @@ async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult
       'Copy the token now: it will not be shown again.',
     ].join('\n'),
   };
+}
+
+/** `--expires-in-days` as a number of days (the service checks the range); left out, the token never expires. */
+function expiresInDays(flag: string | undefined): number | null {
+  if (flag === undefined) return null;
+  const days = rules.wholeNumber().safeParse(flag);
+  if (!days.success) {
+    throw new UsageError(`--expires-in-days: must be a whole number of days from 1 to ${MAX_TOKEN_DAYS} (leave it out for a token that never expires)`);
+  }
+  return days.data;
 }
 
 async function keysRotate({ db, keysSecret }: CommandContext): Promise<CommandResult> {

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { z } from 'zod';
 import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { grantIdsOfClient } from '../db/grants.js';
 import { findGroupById } from '../db/groups.js';
 import { recordAudit } from '../db/audit.js';
+import { isClientId } from '../ids.js';
 import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
 import { auditActorId, type Actor } from './context.js';
@@ -17,83 +17,6 @@ import * as rules from './rules.js';
 export const MAX_ACTIVE_SECRETS = 2;
 
 export { signOutUrlsOf } from '../db/apps.js';
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-const homepageURL = z
-  .string({ error: 'homepageURL is required' })
-  .trim()
-  .max(2048, 'homepageURL must be at most 2048 characters')
-  .refine((v) => {
-    const url = safeUrl(v);
-    return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
-  }, 'homepageURL must be an absolute http(s) URL');
-
-/** Why `value` cannot be a place people are sent back to (the callback, a sign-out URL), or undefined when it can. */
-function redirectUrlProblem(value: string): string | undefined {
-  const url = safeUrl(value);
-  if (!url) return 'must be an absolute URL';
-  if (value.includes('#')) return 'must not contain a fragment (#…)';
-  const loopbackHttp = url.protocol === 'http:' && LOOPBACK.has(url.hostname);
-  if (url.protocol !== 'https:' && !loopbackHttp) return 'must use https (http only for localhost, 127.0.0.1 or [::1])';
-  return undefined;
-}
-
-const callbackURL = z
-  .string({ error: 'callbackURL is required' })
-  .trim()
-  .max(2048, 'callbackURL must be at most 2048 characters')
-  .superRefine((v, ctx) => {
-    const problem = redirectUrlProblem(v);
-    if (problem) ctx.addIssue({ code: 'custom', message: `callbackURL ${problem}` });
-  });
-
-export const MAX_SIGN_OUT_URLS = 10;
-
-/**
- * Where RP-initiated logout may send a person back to: each URL follows the callback's rules and
- * is matched exactly (string-equal) against `post_logout_redirect_uri`. A repeated URL counts once.
- */
-const signOutRedirectURLs = z
-  .array(z.string().trim(), { error: 'signOutRedirectURLs must be a list of URLs' })
-  .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
-  .superRefine((urls, ctx) => {
-    urls.forEach((url, i) => {
-      const problem = url.length > 2048 ? 'must be at most 2048 characters' : redirectUrlProblem(url);
-      if (problem) ctx.addIssue({ code: 'custom', message: `signOutRedirectURLs[${i}] ${problem}` });
-    });
-  })
-  .transform((urls) => [...new Set(urls)]);
-
-export const appFieldsSchema = z.strictObject({
-  name: z
-    .string({ error: 'name is required' })
-    .trim()
-    .min(1, 'name is required')
-    .max(100, 'name must be at most 100 characters'),
-  homepageURL,
-  description: rules.description,
-  callbackURL,
-  signOutRedirectURLs: signOutRedirectURLs.default([]),
-});
-export type AppFields = z.input<typeof appFieldsSchema>;
-
-/**
- * An edit names only the fields it changes. The defaults of the description ('') and of the
- * sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would silently empty it.
- */
-export const appChangesSchema = appFieldsSchema
-  .partial()
-  .extend({ description: rules.description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
-
-function safeUrl(value: string): URL | undefined {
-  try {
-    return new URL(value);
-  } catch {
-    return undefined;
-  }
-}
-
 export interface NewSecret {
   id: number;
   secret: string;
@@ -114,11 +37,9 @@ export interface AppAccess extends GroupAccess {
 
 export const NO_APP = 'no such application, or you are not a member of its group';
 
-/** A client id too long to be one is not looked up. */
-const MAX_CLIENT_ID = 64;
-
+/** A value that cannot be a client id is not looked up. */
 async function findApp(db: Knex, clientId: string): Promise<apps.AppRow | undefined> {
-  return clientId.length <= MAX_CLIENT_ID ? apps.findAppByClientId(db, clientId) : undefined;
+  return isClientId(clientId) ? apps.findAppByClientId(db, clientId) : undefined;
 }
 
 /**
@@ -164,7 +85,7 @@ export async function createApplication(
 ): Promise<{ app: apps.AppRow; secret: NewSecret }> {
   requireGroupAction(access, 'manage-apps');
   const { actor, group: { id: groupId } } = access;
-  const data = rules.parse(appFieldsSchema, input);
+  const data = rules.parse(rules.newApplication, input);
   return db.transaction(async (trx) => {
     const at = now();
     const app = await apps.insertApp(trx, {
@@ -187,7 +108,7 @@ export async function createApplication(
 export async function updateApplication(db: Knex, access: AppAccess, input: unknown): Promise<apps.AppRow> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
-  const data = rules.parse(appChangesSchema, input);
+  const data = rules.parse(rules.applicationChanges, input);
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,

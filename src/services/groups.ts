@@ -12,7 +12,7 @@ import * as rules from './rules.js';
 import type { Role } from '../vocabulary.js';
 
 export const newGroupSchema = z.object({
-  name: rules.groupName,
+  name: rules.name,
   path: rules.groupPath,
   description: rules.description,
   visibilityLevel: rules.visibilityLevel.default('private'),
@@ -20,7 +20,7 @@ export const newGroupSchema = z.object({
 export type NewGroup = z.input<typeof newGroupSchema>;
 
 export const groupSettingsSchema = z.object({
-  name: rules.groupName,
+  name: rules.name,
   description: rules.description,
   visibilityLevel: rules.visibilityLevel,
 });

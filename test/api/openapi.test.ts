@@ -233,6 +233,26 @@ for (const profile of profiles()) {
         });
       }
 
+      it('states the limits the API enforces on its parameters', async () => {
+        const limitOf = (template: string, name: string) => doc.paths[template].get.parameters.find((p: Json) => p.name === name).schema;
+        const status = async (path: string) => (await call(idp, `/apis/v2${path}`, { token: fixture.pat })).status;
+        const pageNumber = limitOf('/groups', 'pageNumber');
+        const pageSize = limitOf('/groups', 'pageSize');
+        const filter = limitOf('/groups', 'filter');
+        const id = limitOf('/groups/{id}', 'id');
+        expect(await status(`/groups?pageNumber=${pageNumber.maximum}`)).to.equal(200);
+        expect(await status(`/groups?pageNumber=${pageNumber.maximum + 1}`)).to.equal(400);
+        expect(await status(`/groups?pageSize=${pageSize.maximum}`)).to.equal(200);
+        expect(await status(`/groups?pageSize=${pageSize.maximum + 1}`)).to.equal(400);
+        expect(await status(`/groups?pageSize=${pageSize.minimum - 1}`)).to.equal(400);
+        expect(await status(`/groups?filter=${'f'.repeat(filter.maxLength)}`)).to.equal(200);
+        expect(await status(`/groups?filter=${'f'.repeat(filter.maxLength + 1)}`)).to.equal(400);
+        expect(await status(`/groups/${id.maximum}`), 'the largest id is a valid one, of no group').to.equal(404);
+        expect(await status(`/groups/${id.maximum + 1}`)).to.equal(400);
+        const page = (await call(idp, '/apis/v2/groups', { token: fixture.pat })).body;
+        expect(page).to.include({ pageNumber: pageNumber.default, pageSize: pageSize.default });
+      });
+
       it('covers a success (200, 201 or 204) of every documented operation', () => {
         for (const [template, operations] of Object.entries(doc.paths as Json)) {
           for (const method of Object.keys(operations as Json)) {

@@ -215,6 +215,9 @@ for (const kind of databaseKinds()) {
       const user = await makeUser(t.db);
       expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
       expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
+      expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '1e2']))).to.equal(
+        'idp: --expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)',
+      );
       expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
     });
 

@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
 import { accessOf } from '../../http/load-group.js';
 import { presentApp, presentAppWithSecrets } from '../../presenters/app.js';
@@ -22,8 +21,7 @@ import { requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { idParam } from '../params.js';
 
-/** A new secret takes no options: an empty body, or `{}`. */
-const newSecretSchema = z.strictObject({});
+
 
 /**
  * The OAuth applications of a group over /apis/v2, all with `groups:read-write`, for the
@@ -70,7 +68,7 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
   });
 
   router.post('/oauth-apps/:clientID/secrets', readWrite, app, async (ctx) => {
-    rules.parse(newSecretSchema, jsonObject(ctx));
+    rules.parse(rules.newSecret, jsonObject(ctx));
     const secret = await generateClientSecret(db, appAccess(ctx));
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');

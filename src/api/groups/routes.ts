@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import { presentGroup } from '../../presenters/group.js';
 import { groupsOfUser } from '../../services/groups.js';
+import { MAX_FILTER_LENGTH } from '../../services/rules.js';
 import { accessOf } from '../../http/load-group.js';
 import { apiGroupLoader } from '../access.js';
 import { authOf, requireScope } from '../auth.js';
@@ -15,7 +16,7 @@ export function groupsApi(deps: { db: Knex; issuer: string; realm: string }): Ro
 
   router.get('/groups', readOnly, async (ctx) => {
     const page = parsePage(ctx);
-    const filter = optionalQuery(ctx, 'filter', 100);
+    const filter = optionalQuery(ctx, 'filter', MAX_FILTER_LENGTH);
     const { total, items } = await groupsOfUser(deps.db, authOf(ctx).userId, { ...page, filter });
     sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) });
   });
