@@ -6,6 +6,7 @@ import { now } from '../time.js';
 import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { KdfQueue } from './passwords.js';
+import { signOutEverywhere, type SessionDeps } from './sessions.js';
 import * as rules from './rules.js';
 import type { MailDeps } from './verification.js';
 
@@ -24,7 +25,11 @@ export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, 
 
 async function mailResetLink(deps: MailDeps, email: string): Promise<void> {
   const user = await findUserByLogin(deps.db, email);
-  if (!user) return;
+  if (user) await sendPasswordReset(deps, user);
+}
+
+/** Mails `user` a password-reset link (1 h, single use); also for an administrator sending one. */
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }): Promise<void> {
   const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user);
   await deps.mailer.send({
     to: user.email,
@@ -49,10 +54,12 @@ const newPasswordSchema = z
 /**
  * Sets a new password through a reset link: the password rules, the two entries equal, the hash
  * in the bounded queue, then the link used (exactly once among any number of concurrent tries)
- * and the hash stored together. The account's other reset links stop working. Returns the account.
+ * and the hash stored together. The account's other reset links stop working, and every session
+ * of the account is signed out (whoever knew the old password is signed out with it). Returns
+ * the account.
  */
 export async function resetPassword(
-  deps: { db: Knex; kdf: KdfQueue },
+  deps: SessionDeps & { kdf: KdfQueue },
   input: { token: unknown; password: string; confirmation: string },
 ): Promise<UserRow> {
   const user = await resetTarget(deps.db, input.token);
@@ -64,5 +71,6 @@ export async function resetPassword(
     await setPasswordHash(trx, user.id, hash, now());
     await retireLinks(trx, user.id, 'reset-password');
   });
+  await signOutEverywhere(deps, user.id);
   return user;
 }

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
 import { AppError, RetryLaterError } from '../errors.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
@@ -13,7 +14,7 @@ import { render } from './render.js';
  * never in a path, so they never reach a log line; every response already carries
  * `Referrer-Policy: no-referrer`, so a token in the address bar is not passed on either.
  */
-export function accountLinkRoutes(deps: WebDeps): Router {
+export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Router {
   const router = new Router();
 
   router.get('/verify-email', async (ctx) => {

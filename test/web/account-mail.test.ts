@@ -1,4 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { simpleParser } from 'mailparser';
+import { pino } from 'pino';
+import { createIdp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { freshDatabase } from '../helpers/db.js';
 import { expect } from 'chai';
 import { startIdp, profiles, type RunningIdp } from '../helpers/app.js';
 import { makeUser, PASSWORD } from '../helpers/factories.js';
@@ -48,6 +59,7 @@ for (const profile of profiles()) {
         expect(link.searchParams.get('token')).to.match(/^[A-Za-z0-9_-]{43}$/);
         expect(mail.html).to.include(link.toString().replace(/&/g, '&amp;'));
         expect(mail.text).to.include('expires in 24 hours');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
 
         const before = await client.agent.get('/groups').expect(200);
         expect(before.text).to.include('data-testid="verify-banner"');
@@ -150,8 +162,10 @@ for (const profile of profiles()) {
         expect(res.text).to.include('href="/forgot-password"');
       });
 
-      it('mails a 1-hour link; the new password replaces the old one and the link is spent', async () => {
+      it('mails a 1-hour link; the new password replaces the old one, every session is signed out and the link is spent', async () => {
         const user = await makeUser(idp.idp.db);
+        const elsewhere = await signedIn(idp.url, user);
+        await elsewhere.agent.get('/groups').expect(200);
         const client = await browser(idp.url, '/forgot-password');
         await client.submit('/forgot-password', { email: user.email.toUpperCase() }).expect(302).expect('Location', '/forgot-password/sent');
         const sent = await client.agent.get('/forgot-password/sent').expect(200);
@@ -160,6 +174,8 @@ for (const profile of profiles()) {
         const mail = await smtp.next(user.email);
         expect(mail.subject).to.equal('Reset your password');
         expect(mail.text).to.include('expires in 1 hour');
+        expect(mail.html).to.include('<meta name="referrer" content="no-referrer">');
+        expect(mail.html).to.include('<a rel="noreferrer" href="');
         const link = linkIn(mail, idp.url);
         expect(link.pathname).to.equal('/reset-password');
         const token = link.searchParams.get('token')!;
@@ -176,6 +192,7 @@ for (const profile of profiles()) {
         expect(donePage.text).to.include('Your new password is set');
         expect(donePage.text).not.to.include(token);
 
+        await elsewhere.agent.get('/groups').expect(302).expect('Location', /^\/login\?return_to=/);
         const signIn = await browser(idp.url);
         await signIn.submit('/login', { login: user.username, password: PASSWORD }).expect(401);
         await signIn.submit('/login', { login: user.username, password: NEW_PASSWORD }).expect(302).expect('Location', '/groups');
@@ -318,4 +335,81 @@ for (const profile of profiles()) {
       expect(fieldError(refused.text, 'email')).to.include('Too many e-mails');
     });
   });
+
+  describe(`mail: .eml files when SMTP_URL is unset (${profile})`, () => {
+    let dir: string;
+    let idp: RunningIdp;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'idp-mail-'));
+      idp = await startIdp(profile, { MAIL_DIR: dir });
+    });
+    after(async () => {
+      await idp?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('writes the sign-up verification mail as an .eml file whose link verifies', async () => {
+      const client = await browser(idp.url, '/signup');
+      const username = `eml-${unique()}`;
+      await client.submit('/signup', { username, email: `${username}@example.test`, name: '', password: PASSWORD }).expect(302);
+      const { file, mail } = await firstMailIn(dir, idp.url);
+      expect(file).to.match(/\.eml$/);
+      expect(mail.subject).to.equal('Verify your e-mail address');
+      expect(mail.to && !Array.isArray(mail.to) ? mail.to.text : '').to.equal(`${username}@example.test`);
+      await client.agent.get(pathOf(linkIn(mail, idp.url))).expect(302).expect('Location', '/verify-email/done');
+    });
+  });
+}
+
+describe('mail: reset tokens never reach the log', () => {
+  it('logs no token at trace level through forgot password, the link, a refused form and the reset (SMTP set)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const smtp = await startMailServer();
+    const database = await freshDatabase('sqlite');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const config = loadConfig({ NODE_ENV: 'test', PORT: String(port), ISSUER: `http://127.0.0.1:${port}`, DATABASE_URL: database.url, SMTP_URL: smtp.url });
+    // A bare logger with no redaction: the token must never be handed to it at all.
+    const idp = await createIdp(config, { logger: pino({ level: 'trace' }, sink) });
+    server.on('request', idp.app.callback());
+    try {
+      const user = await makeUser(idp.db);
+      const client = await browser(config.issuer, '/forgot-password');
+      await client.submit('/forgot-password', { email: user.email }).expect(302);
+      const link = linkIn(await smtp.next(user.email), config.issuer);
+      const token = link.searchParams.get('token')!;
+      await client.agent.get(pathOf(link)).expect(200);
+      await client.submit('/reset-password', { token, password: NEW_PASSWORD, password_confirmation: 'different' }).expect(400);
+      await client.submit('/reset-password', { token, password: NEW_PASSWORD, password_confirmation: NEW_PASSWORD }).expect(302);
+      await client.agent.get(pathOf(link)).expect(410);
+      expect(lines.some((line) => line.includes('"path":"/reset-password"'))).to.equal(true);
+      expect(lines.filter((line) => line.includes(token))).to.deep.equal([]);
+    } finally {
+      await new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      });
+      await idp.close();
+      await database.drop();
+      await smtp.close();
+    }
+  });
+});
+
+/** The first message written to `dir`, once it is complete (mail is written in the background). */
+async function firstMailIn(dir: string, base: string) {
+  for (let i = 0; i < 100; i += 1) {
+    const [file] = readdirSync(dir);
+    const mail = file ? await simpleParser(readFileSync(join(dir, file))) : undefined;
+    if (file && mail?.text?.includes(base)) return { file, mail };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no complete message in ${dir}`);
 }
