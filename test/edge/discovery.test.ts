@@ -14,6 +14,15 @@ for (const profile of profiles()) {
     });
     after(() => server.stop());
 
+    it('serves the same metadata at the RFC 8414 address', async () => {
+      const res = await fetch(`${server.url}/.well-known/oauth-authorization-server`);
+      expect(res.status).to.equal(200);
+      const metadata = (await res.json()) as Record<string, unknown>;
+      expect(metadata.issuer).to.equal(server.url);
+      expect(metadata.token_endpoint).to.equal(doc.token_endpoint);
+      expect(metadata.authorization_endpoint).to.equal(doc.authorization_endpoint);
+    });
+
     it('does not advertise DPoP', () => {
       expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
     });
