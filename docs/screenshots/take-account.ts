@@ -3,7 +3,7 @@
  * width (1200 px) and a phone's (390 px), from a real server on a throwaway SQLite database, in
  * the system's Chromium. Run from the repository root:
  *
- *   npx tsx docs/screenshots/account.ts
+ *   npx tsx docs/screenshots/take-account.ts
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
