@@ -13,8 +13,15 @@ const FLOORS = [
   ['policies', 'presenters'],
   ['services'],
   ['provider'],
-  ['edge', 'interactions', 'web', 'api', 'cli'],
+  ['edge', 'http', 'interactions', 'web', 'api', 'cli'],
 ];
+const SURFACES = FLOORS.length - 1;
+/** What a request or a command meets works through the services: it may name db/'s row types, never call db/. */
+const SERVICES_ONLY = {
+  group: ['**/db/**'],
+  allowTypeImports: true,
+  message: 'pages, the API and the CLI call services/, which own the queries; import only types from db/ here.',
+};
 const TOP = ['./app.js', '../app.js', '../../app.js', './index.js', '../index.js', '../../index.js'];
 
 function above(level) {
@@ -28,8 +35,9 @@ const floorRules = [
   files,
   ...(ignores ? { ignores } : {}),
   rules: {
-    'no-restricted-imports': ['error', {
+    '@typescript-eslint/no-restricted-imports': ['error', {
       patterns: [
+        ...(level === SURFACES ? [SERVICES_ONLY] : []),
         ...above(level).map((floor) => ({
           group: [`**/${floor}/**`],
           message: `imports point down the floors of src/ (db → policies/presenters → services → provider → edge/pages/API/CLI): ${floor}/ is above this file. Move what both need down instead.`,

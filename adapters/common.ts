@@ -1,9 +1,17 @@
-import { errors, type AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 
 /**
  * What the SQL and Redis adapters share. Both key every entry by `digest(id)` and never store
  * `jti` (it equals the id), so a copy of the storage holds no token anyone could present.
  */
+
+/**
+ * oidc-provider's adapter, and one more method: removing a session by its uid, which is all that
+ * Account settings → Sessions knows of a session other than the browser's own.
+ */
+export interface StoreAdapter extends Adapter {
+  destroyByUid(uid: string): Promise<void>;
+}
 
 /** The models whose entries revokeByGrantId removes (as oidc-provider's memory adapter does). */
 export const GRANTABLE = new Set([

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored, type StoreAdapter } from './common.js';
 
 /*
  * Key layout (prefix `idp:` by default):
@@ -31,6 +31,14 @@ end
 `;
 
 const DESTROY = `${REMOVE} remove(ARGV[1], KEYS[1])`;
+
+// KEYS[1] is a uid index; ARGV: prefix, uid. The entry it points at goes only if it still has that
+// uid; an index left pointing elsewhere is dropped either way.
+const DESTROY_BY_UID = `${REMOVE}
+local key = redis.call('GET', KEYS[1])
+if key and redis.call('HGET', key, 'uid') == ARGV[2] then remove(ARGV[1], key) end
+redis.call('DEL', KEYS[1])
+`;
 
 // An entry re-saved under another grant is still listed in the old grant's set and must survive.
 const REVOKE = `${REMOVE}
@@ -102,12 +110,13 @@ function script(redis: Redis, name: string, lua: string): Script {
 }
 
 /** oidc-provider storage in Redis, keyed by digest(id); expiry is Redis's own. */
-export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPrefix?: string } = {}): (model: string) => Adapter {
+export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPrefix?: string } = {}): (model: string) => StoreAdapter {
   const grantKey = (grantId: string) => `${keyPrefix}grant:${grantId}`;
   const indexKey = (field: 'uid' | 'userCode', value: string) => `${keyPrefix}${field}:${value}`;
   const upsert = script(redis, 'Upsert', UPSERT);
   const consume = script(redis, 'Consume', CONSUME);
   const destroy = script(redis, 'Destroy', DESTROY);
+  const destroyByUid = script(redis, 'DestroyByUid', DESTROY_BY_UID);
   const revoke = script(redis, 'Revoke', REVOKE);
   const findByIndexKey = script(redis, 'FindByIndex', FIND_BY_INDEX);
 
@@ -143,6 +152,11 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
 
       async destroy(id) {
         await destroy(entryKey(id), keyPrefix);
+      },
+
+      // A session by the uid it is indexed by: its id (the cookie's value) is known only to its browser.
+      async destroyByUid(uid: string) {
+        if (model === 'Session') await destroyByUid(indexKey('uid', uid), keyPrefix, uid);
       },
 
       async revokeByGrantId(grantId) {

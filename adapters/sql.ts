@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored, type StoreAdapter } from './common.js';
 
 const TABLE = 'oidc_models';
 
@@ -19,7 +19,7 @@ function unexpired(query: Knex.QueryBuilder): Knex.QueryBuilder {
 }
 
 /** oidc-provider storage in `oidc_models`, keyed by (model, digest(id)). */
-export function createSqlAdapter(db: Knex): (model: string) => Adapter {
+export function createSqlAdapter(db: Knex): (model: string) => StoreAdapter {
   return (model) => {
     assertStoredModel(model);
 
@@ -58,6 +58,11 @@ export function createSqlAdapter(db: Knex): (model: string) => Adapter {
 
       async destroy(id) {
         await db(TABLE).where({ model, id: digest(id) }).del();
+      },
+
+      // A session by the uid it is indexed by: its id (the cookie's value) is known only to its browser.
+      async destroyByUid(uid: string) {
+        await db(TABLE).where({ model, uid }).del();
       },
 
       // Any model's adapter revokes the whole grant; only grantable rows carry a grant_id.

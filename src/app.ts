@@ -25,7 +25,10 @@ import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
+import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
+import { accountSettingsRoutes } from './web/account-settings-routes.js';
+import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
@@ -35,7 +38,9 @@ import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
+import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
+import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -95,11 +100,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
 
   const limits = new Limits(config, db, redis, options.redisKeyPrefix);
+  const sessionsSeen = sessionIndex(db, (err) => logger.warn({ err }, 'recording a session failed'));
   const provider = createProvider({
     config,
     db,
     keys,
     limits,
+    sessionIndex: sessionsSeen,
     modelAdapter: redis ? createRedisAdapter(redis, { keyPrefix: options.redisKeyPrefix }) : createSqlAdapter(db),
     renderPage: (ctx, view, locals, status) => {
       ctx.type = 'html';
@@ -110,9 +117,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     onError: (err) => onFault(err),
   });
 
-  const sessions = new SiteSessions(provider, secure);
+  const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
-  const deps: WebDeps = { config, db, sessions, limits, kdf };
+  const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, log: logger };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -163,10 +171,12 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
-  app.use(mountWhenMatched(web));
+  const admin = adminRoutes({ ...deps, provider });
+  web.use(admin.routes(), admin.allowedMethods());
+  app.use(mountWhenMatched(web, adminAreaHidden(deps)));
 
   app.use(mount(provider));
 
@@ -178,6 +188,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
         pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
       }, 10 * 60 * 1000).unref();
+  // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
+  const sessionPruner = setInterval(() => {
+    pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
+  }, 10 * 60 * 1000).unref();
 
   return {
     app,
@@ -186,18 +200,23 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     provider,
     async close() {
       if (pruner) clearInterval(pruner);
+      clearInterval(sessionPruner);
       await kdf.close();
+      mailer.close();
       redis?.disconnect();
       await db.destroy();
     },
   };
 }
 
-/** Runs the page router only for paths it knows, so everything else falls through to the provider. */
-function mountWhenMatched(router: Router) {
+/**
+ * Runs the page router only for paths it knows, so everything else falls through to the provider;
+ * so do the paths `hidden` keeps out of sight of this request (the Admin area, to non-administrators).
+ */
+function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>) {
   const routes = router.routes();
   return async function pages(ctx: Context, next: Next): Promise<void> {
-    if (!router.match(ctx.path, ctx.method).route) return next();
+    if (!router.match(ctx.path, ctx.method).route || (await hidden(ctx))) return next();
     await routes(ctx as never, next);
   };
 }

@@ -32,10 +32,20 @@ const schema = z
     RATE_LIMIT_SIGNUP_IP: rateLimit('10/1h'),
     RATE_LIMIT_CLIENT_AUTH: rateLimit('10/1m'),
     RATE_LIMIT_API_TOKEN: rateLimit('5000/1h'),
+    RATE_LIMIT_VERIFY_EMAIL: rateLimit('5/1h'),
+    RATE_LIMIT_RESET_EMAIL: rateLimit('3/1h'),
+    RATE_LIMIT_RESET_IP: rateLimit('20/1h'),
     // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
     KDF_QUEUE: z.coerce.number().int().min(0).max(10_000).default(32),
+    SMTP_URL: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || isSmtpUrl(v), { message: 'must be smtp://[user:password@]host[:port] or smtps://…' }),
+    MAIL_FROM: z.string().min(3).max(200).optional(),
+    MAIL_DIR: z.string().min(1).default('./data/mail'),
+    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -72,23 +82,19 @@ function rateLimit(fallback: string) {
     });
 }
 
-function isPostgresUrl(value: string): boolean {
+/** An absolute URL with one of `protocols` and a host name. */
+function isUrlOf(value: string, protocols: string[]): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+    return protocols.includes(url.protocol) && url.hostname !== '';
   } catch {
     return false;
   }
 }
 
-function isRedisUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
+const isPostgresUrl = (value: string) => isUrlOf(value, ['postgres:', 'postgresql:']);
+const isRedisUrl = (value: string) => isUrlOf(value, ['redis:', 'rediss:']);
+const isSmtpUrl = (value: string) => isUrlOf(value, ['smtp:', 'smtps:']);
 
 export interface Config {
   env: 'development' | 'production' | 'test';
@@ -111,9 +117,18 @@ export interface Config {
     signupIp: RateLimit | null;
     clientAuth: RateLimit | null;
     apiToken: RateLimit | null;
+    /** Verification mails one account may ask for again. */
+    verifyEmail: RateLimit | null;
+    /** Password-reset requests for one address, and from one client address. */
+    resetEmail: RateLimit | null;
+    resetIp: RateLimit | null;
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
+  /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise `.eml` files in `dir`. */
+  mail: { smtpUrl: string | undefined; from: string; dir: string };
+  /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
+  requireVerifiedEmail: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -136,11 +151,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`${name}=${shown} is invalid: ${describe(issue)}`);
   }
   const e = parsed.data;
+  const issuer = (e.ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
     env: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
-    issuer: (e.ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    issuer,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     signup: e.SIGNUP,
@@ -154,9 +170,24 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       signupIp: e.RATE_LIMIT_SIGNUP_IP,
       clientAuth: e.RATE_LIMIT_CLIENT_AUTH,
       apiToken: e.RATE_LIMIT_API_TOKEN,
+      verifyEmail: e.RATE_LIMIT_VERIFY_EMAIL,
+      resetEmail: e.RATE_LIMIT_RESET_EMAIL,
+      resetIp: e.RATE_LIMIT_RESET_IP,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
+    mail: {
+      smtpUrl: e.SMTP_URL,
+      from: e.MAIL_FROM ?? defaultSender(issuer),
+      dir: e.MAIL_DIR,
+    },
+    requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
   };
+}
+
+/** no-reply@ the issuer's host name (an address needs a name, so an IP issuer gets localhost). */
+function defaultSender(issuer: string): string {
+  const host = new URL(issuer).hostname;
+  return `Horizon ID <no-reply@${/[a-z]/i.test(host) && !host.startsWith('[') ? host : 'localhost'}>`;
 }
 
 /** A URL's password never reaches stderr or a log line, even in an error about that URL. */

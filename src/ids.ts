@@ -1,12 +1,25 @@
+import { z } from 'zod';
+
 /** The largest id a table's integer column holds (PostgreSQL `integer`). */
 export const MAX_ID = 2_147_483_647;
 
+/** The id of a record (a user, a group, a client secret): an integer 1..MAX_ID. */
+export const recordId = z.int().min(1).max(MAX_ID);
+
 /**
- * A record id from a URL or a form: a decimal 1..MAX_ID, else undefined. Checked before any query,
- * so an over-range number is the caller's mistake (a 400 or 404), never a database error.
+ * A record id as a URL or a form writes it: decimal digits without a leading zero. Checked before
+ * any query, so an over-range number is the caller's mistake (a 400 or 404), never a database error.
  */
+export const recordIdText = z.codec(z.string().regex(/^[1-9][0-9]*$/), recordId, { decode: Number, encode: String });
+
+/** A client id fits its column; a longer one names no application, and is never looked up. */
+export const clientId = z.string().max(64);
+
+/** A record id from a URL or a form, else undefined. */
 export function parseId(raw: unknown): number | undefined {
-  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,9}$/.test(raw)) return undefined;
-  const id = Number(raw);
-  return id <= MAX_ID ? id : undefined;
+  return recordIdText.safeParse(raw).data;
+}
+
+export function isClientId(raw: unknown): raw is string {
+  return clientId.safeParse(raw).success;
 }

@@ -30,6 +30,11 @@ export function generateToken(prefix: TokenPrefix): string {
   return prefix + body + base62Checksum(body);
 }
 
+/** The shape of a token of one prefix, checksum aside: what a schema can say about it. */
+export function tokenPattern(prefix: TokenPrefix): RegExp {
+  return new RegExp(`^${prefix}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
+}
+
 /** True when the value has a known prefix, the right length and alphabet, and a matching checksum. */
 export function isWellFormedToken(value: string, prefix?: TokenPrefix): boolean {
   if (value.length !== TOKEN_LENGTH || !SHAPE.test(value)) return false;

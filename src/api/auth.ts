@@ -1,58 +1,25 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
-import { appExists } from '../db/apps.js';
-import { touchUserGrant } from '../db/grants.js';
-import { now } from '../db/time.js';
 import type { Scope } from '../vocabulary.js';
-import { lastUseRecorder } from '../last-use.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { inWords, RetryLaterError } from '../errors.js';
+import { bearerTokens, type TokenOwner } from '../services/bearer-tokens.js';
 import type { ApiVerdict, Limits } from '../services/limits.js';
 import { BearerError } from './errors.js';
 
-/** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
-export interface ApiAuth {
-  userId: number;
-  scopes: Set<string>;
-  kind: 'oauth' | 'personal';
-  clientId?: string;
-}
-
+/** Who the request's token acts as. */
+export type ApiAuth = TokenOwner;
 
 /**
- * One middleware for both token kinds. `ho_` tokens are looked up through oidc-provider's own
- * AccessToken model, so expiry, revocation and grant revocation count exactly as the
- * authorization server sees them; `ha_` tokens by digest in their table. A value whose checksum
- * does not match is refused before any lookup.
+ * One middleware for both token kinds (`ho_` OAuth, `ha_` personal; see
+ * `services/bearer-tokens.ts`). A value whose checksum does not match is refused before any lookup.
  */
 export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits; realm: string }) {
   const realm = `Bearer realm="${deps.realm}"`;
   const invalid = (description: string) =>
     new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
-  // Last use of a personal token, or of an application's grant, at most once a minute.
-  const recordUse = lastUseRecorder();
-
-  async function oauthToken(value: string): Promise<ApiAuth | undefined> {
-    const token = await deps.provider.AccessToken.find(value);
-    // find() allows oidc-provider's clockTolerance (15 s) past `exp`, a slack meant for other
-    // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
-    // already drops it then, Redis would keep it 15 s longer).
-    if (!token || !token.accountId || !token.clientId || token.isExpired) return undefined;
-    // "Last used" of the application in Account settings → Authorized applications.
-    const grantId = token.grantId;
-    if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
-    return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
-  }
-
-  async function personalToken(tokenDigest: string): Promise<ApiAuth | undefined> {
-    const row = await findBearerTokenByDigest(deps.db, tokenDigest);
-    if (!row) return undefined;
-    if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
-    recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
-    return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
-  }
+  const tokens = bearerTokens(deps);
 
   return async function authenticate(ctx: Context, next: Next): Promise<void> {
     const header = ctx.get('authorization');
@@ -66,16 +33,18 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits;
       throw invalid('the token is malformed');
     }
     const tokenDigest = digest(value);
-    const auth = value.startsWith('ho_') ? await oauthToken(value) : await personalToken(tokenDigest);
+    const auth = value.startsWith('ho_') ? await tokens.oauth(value) : await tokens.personal(tokenDigest);
     if (!auth) throw invalid('the token is unknown, expired or revoked');
-    // Both at once, one round trip of latency: the request is counted, and an OAuth token's
+    // All at once, one round trip of latency: the request is counted, and an OAuth token's
     // application must still exist (deleting it revokes its grants, but a token issued in the same
-    // instant, or under a grant the listing lost, would outlive it).
-    const [verdict, appAlive] = await Promise.all([
+    // instant, or under a grant the listing lost, would outlive it) and its user must not be
+    // disabled (a personal token's lookup already said so).
+    const [verdict, appAlive, accountActive] = await Promise.all([
       deps.limits.apiRequest(tokenDigest),
-      auth.clientId === undefined || appExists(deps.db, auth.clientId),
+      auth.clientId === undefined || tokens.applicationExists(auth.clientId),
+      auth.kind === 'personal' || tokens.accountActive(auth.userId),
     ]);
-    if (!appAlive) throw invalid('the token is unknown, expired or revoked');
+    if (!appAlive || !accountActive) throw invalid('the token is unknown, expired or revoked');
     if (verdict) applyAllowance(ctx, verdict);
     ctx.state.auth = auth;
     await next();

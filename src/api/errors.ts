@@ -1,6 +1,13 @@
 import type { Context, Next } from 'koa';
+import { z } from 'zod';
 import { AppError, RetryLaterError } from '../errors.js';
 import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
+
+/** Every failure of the API answers with this body. */
+export const errorJson = z.object({ error: z.string(), error_description: z.string() });
+
+/** The largest request body the API reads, in KiB. */
+export const MAX_BODY_KIB = 64;
 
 /** A bearer-authentication failure: carries the RFC 6750 WWW-Authenticate challenge. */
 export class BearerError extends AppError {
@@ -32,7 +39,7 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
       if (err instanceof AppError) return fail(ctx, err.status, err.code, err.message);
       const e = err as { status?: number; expose?: boolean; type?: string; message?: string };
-      if (e.status === 413) return fail(ctx, 413, 'payload_too_large', 'the request body must be at most 64 KiB');
+      if (e.status === 413) return fail(ctx, 413, 'payload_too_large', `the request body must be at most ${MAX_BODY_KIB} KiB`);
       if (e.status === 415) return fail(ctx, 415, 'unsupported_media_type', 'the request body must be application/json');
       // The JSON body parser throws a SyntaxError with status 400 (and no `expose`) for malformed JSON or a JSON scalar.
       if (e.status === 400 && (e.expose || err instanceof SyntaxError)) {
@@ -56,5 +63,5 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
 function fail(ctx: Context, status: number, error: string, description: string): void {
   ctx.status = status;
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = { error, error_description: description };
+  ctx.body = { error, error_description: description } satisfies z.infer<typeof errorJson>;
 }

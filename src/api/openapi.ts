@@ -1,97 +1,101 @@
+import { z } from 'zod';
+import { clientId, recordIdText } from '../ids.js';
+import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
+import { groupJson } from '../presenters/group.js';
+import { userJson } from '../presenters/user.js';
+import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
+import * as rules from '../services/rules.js';
+import { errorJson, MAX_BODY_KIB } from './errors.js';
+import { pageOf } from './pagination.js';
+
 /**
- * The OpenAPI 3.1 description of /apis/v2, served at /apis/v2/openapi.json. A test validates it
+ * The OpenAPI 3.1 description of /apis/v2, served at /apis/v2/openapi.json. Its schemas are
+ * generated from the zod schemas that parse the requests and shape the responses, so each limit
+ * is written once, in the rules; the paths and the prose are declared here. A test validates it
  * with a real OpenAPI validator and checks live responses against it, so it stays true.
  */
-const error = { $ref: '#/components/schemas/Error' };
-const json = (schema: object) => ({ 'application/json': { schema } });
 
-const requestIdHeader = { 'X-Request-Id': { schema: { type: 'string' }, description: 'Identifies the request in the server logs' } };
+// The document's components: a schema that holds one of these refers to it by name.
+const ErrorBody = errorJson.meta({ id: 'Error' });
+const Group = groupJson.required({ role: true }).meta({ id: 'Group' });
+const ClientSecret = secretJson.meta({ id: 'ClientSecret' });
+const secrets = z.array(ClientSecret).max(MAX_ACTIVE_SECRETS);
+const OAuthApp = appJson.meta({ id: 'OAuthApp' });
+const OAuthAppWithSecrets = appJson.extend({ secrets }).meta({ id: 'OAuthAppWithSecrets' });
+const CreatedOAuthApp = createdAppJson.extend({ secrets }).meta({ id: 'CreatedOAuthApp' });
+const NewClientSecret = newSecretJson.meta({ id: 'NewClientSecret' });
+const User = userJson
+  .omit({ createdAt: true })
+  .extend({ email: userJson.shape.email.describe('Only with the `email` scope (OAuth tokens) or for personal access tokens') })
+  .meta({ id: 'User' });
+const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
+const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
 
-const errorResponse = (description: string) => ({ description, headers: requestIdHeader, content: json(error) });
-const authErrors = {
-  401: {
-    description: 'No token, or a malformed, unknown, expired or revoked one',
-    headers: { ...requestIdHeader, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge' } },
-    content: json(error),
-  },
-  403: {
-    description: 'The token lacks the scope this endpoint needs (or the user may not do this)',
-    headers: { ...requestIdHeader, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge naming the scope needed' } },
-    content: json(error),
-  },
-};
+/**
+ * JSON Schema 2020-12 of a zod schema: a request body as it is sent (`input`), a response or a
+ * parameter as the service writes or reads it (`output`). The named schemas it holds land in its
+ * `$defs`, which `withComponentSchemas` moves to the components.
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { io, target: 'draft-2020-12' });
+  return json;
+}
 
-const pageParams = [
-  { name: 'pageNumber', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1_000_000_000, default: 1 }, description: 'Page to return (1-based). Empty counts as absent; anything else invalid is a 400.' },
-  { name: 'pageSize', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 50, default: 20 }, description: 'Items per page, at most 50.' },
-];
+const data = (item: z.ZodType) => z.object({ data: item });
 
-const listOf = (item: object) => ({
-  type: 'object',
-  required: ['data', 'pageNumber', 'pageSize'],
-  additionalProperties: false,
-  properties: {
-    data: {
-      type: 'object',
-      required: ['total', 'items'],
-      additionalProperties: false,
-      properties: { total: { type: 'integer', minimum: 0 }, items: { type: 'array', items: item } },
-    },
-    pageNumber: { type: 'integer', minimum: 1 },
-    pageSize: { type: 'integer', minimum: 1, maximum: 50 },
-  },
+const textHeader = (description?: string) => ({ schema: { type: 'string' }, ...(description ? { description } : {}) });
+const requestIdHeader = { 'X-Request-Id': textHeader('Identifies the request in the server logs') };
+
+/** A response with a JSON body; every response names its request in `X-Request-Id`. */
+const jsonResponse = (description: string, body: z.ZodType, headers: object = {}) => ({
+  description,
+  headers: { ...requestIdHeader, ...headers },
+  content: { 'application/json': { schema: jsonSchema(body, 'output') } },
 });
-const single = (item: object) => ({ type: 'object', required: ['data'], additionalProperties: false, properties: { data: item } });
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const jsonBody = (schema: object, description: string) => ({ required: false, description, content: json(schema) });
+const errorResponse = (description: string, headers: object = {}) => jsonResponse(description, ErrorBody, headers);
 const noContent = (description: string) => ({ description, headers: requestIdHeader });
-const groupIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } };
-const clientIdParam = { name: 'clientID', in: 'path', required: true, schema: { type: 'string', maxLength: 64 }, description: 'The application\'s client ID' };
+const pageResponse = (description: string, item: z.ZodType) => jsonResponse(description, pageOf(item), { Link: textHeader() });
+
+const authErrors = {
+  401: errorResponse('No token, or a malformed, unknown, expired or revoked one', { 'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge') }),
+  403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this)', {
+    'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge naming the scope needed'),
+  }),
+};
 /** The applications' endpoints answer 403 for a missing scope (with a challenge) and for a non-owner (without). */
 const ownerAuthErrors = {
   401: authErrors[401],
-  403: {
-    description: 'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), or the user is not an owner of the group (`forbidden`)',
-    headers: {
-      ...requestIdHeader,
-      'WWW-Authenticate': { required: false, schema: { type: 'string' }, description: 'RFC 6750 Bearer challenge; only with insufficient_scope' },
-    },
-    content: json(error),
-  },
+  403: errorResponse(
+    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), or the user is not an owner of the group (`forbidden`)',
+    { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+  ),
 };
 const bodyErrors = {
-  413: errorResponse('The request body is larger than 64 KiB'),
+  413: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
   415: errorResponse('The request body is not application/json'),
 };
-const appFieldProperties = {
-  name: { type: 'string', minLength: 1, maxLength: 100, description: 'Trimmed; 1–100 characters' },
-  homepageURL: { type: 'string', maxLength: 2048, description: 'An absolute http(s) URL' },
-  description: { type: 'string', maxLength: 400, description: 'At most 400 characters; default empty' },
-  callbackURL: {
-    type: 'string',
-    maxLength: 2048,
-    description: 'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]. The authorize request\'s redirect_uri must equal it exactly.',
-  },
-  signOutRedirectURLs: {
-    type: 'array',
-    maxItems: 10,
-    items: { type: 'string', maxLength: 2048 },
-    description:
-      'Sign-out redirect URLs: where RP-initiated logout (`GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…`) may send a person back to after signing out. Each follows the callback URL\'s rules and is matched exactly; a repeated URL counts once. Default empty; an edit that names the field replaces the whole list.',
-  },
-};
-const appFields = {
-  clientID: { type: 'string', description: 'Public; the OAuth client_id' },
-  ...appFieldProperties,
-  groupId: { type: 'integer', description: 'The group that owns the application' },
-  createdAt: { type: 'string', format: 'date-time' },
-  updatedAt: { type: 'string', format: 'date-time' },
-};
-const appRequired = ['clientID', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt'];
+const jsonBody = (schema: z.ZodType, description: string, required = false) => ({
+  required,
+  description,
+  content: { 'application/json': { schema: jsonSchema(schema, 'input') } },
+});
+
+const parameter = (name: string, where: 'path' | 'query', schema: z.ZodType, description?: string) => ({
+  name,
+  in: where,
+  required: where === 'path',
+  schema: jsonSchema(schema, 'output'),
+  ...(description ? { description } : {}),
+});
+const pageParams = [
+  parameter('pageNumber', 'query', rules.pageQuery.shape.pageNumber, 'Page to return (1-based). Empty counts as absent; anything else invalid is a 400.'),
+  parameter('pageSize', 'query', rules.pageQuery.shape.pageSize, 'Items per page. Empty counts as absent.'),
+];
+const groupIdParam = parameter('id', 'path', recordIdText);
+const clientIdParam = parameter('clientID', 'path', clientId, 'The application\'s client ID');
 
 export function openApiDocument(issuer: string) {
-  return {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Horizon ID API',
@@ -105,95 +109,6 @@ export function openApiDocument(issuer: string) {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: '`ho_` OAuth access token or `ha_` personal access token' },
       },
-      schemas: {
-        Error: {
-          type: 'object',
-          required: ['error', 'error_description'],
-          properties: { error: { type: 'string' }, error_description: { type: 'string' } },
-        },
-        Group: {
-          type: 'object',
-          required: ['id', 'name', 'path', 'description', 'visibilityLevel', 'createdAt', 'updatedAt', 'role'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'integer' },
-            name: { type: 'string' },
-            path: { type: 'string' },
-            description: { type: 'string' },
-            visibilityLevel: { type: 'string', enum: ['private', 'internal', 'public'] },
-            createdAt: { type: 'string', format: 'date-time' },
-            updatedAt: { type: 'string', format: 'date-time' },
-            role: { type: 'string', enum: ['owner', 'maintainer', 'member'], description: "The caller's role in the group" },
-          },
-        },
-        OAuthApp: {
-          type: 'object',
-          required: appRequired,
-          additionalProperties: false,
-          properties: appFields,
-        },
-        OAuthAppWithSecrets: {
-          type: 'object',
-          required: [...appRequired, 'secrets'],
-          additionalProperties: false,
-          properties: { ...appFields, secrets: { type: 'array', maxItems: 2, items: ref('ClientSecret') } },
-        },
-        CreatedOAuthApp: {
-          type: 'object',
-          required: [...appRequired, 'clientSecret', 'secretId', 'secrets'],
-          additionalProperties: false,
-          properties: {
-            ...appFields,
-            clientSecret: { type: 'string', pattern: '^hs_[0-9A-Za-z]{36}$', description: 'Shown in this response only: the service keeps a digest' },
-            secretId: { type: 'integer', description: 'The id of that secret, for revoking it later' },
-            secrets: { type: 'array', maxItems: 2, items: ref('ClientSecret') },
-          },
-        },
-        ClientSecret: {
-          type: 'object',
-          required: ['id', 'lastFour', 'createdAt', 'lastUsedAt'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'integer' },
-            lastFour: { type: 'string', minLength: 4, maxLength: 4, description: 'The secret\'s last four characters' },
-            createdAt: { type: 'string', format: 'date-time' },
-            lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'Its last successful use at the token endpoint (recorded at most once a minute); null if never' },
-          },
-        },
-        NewClientSecret: {
-          type: 'object',
-          required: ['id', 'secret', 'lastFour', 'createdAt'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'integer' },
-            secret: { type: 'string', pattern: '^hs_[0-9A-Za-z]{36}$', description: 'Shown in this response only' },
-            lastFour: { type: 'string', minLength: 4, maxLength: 4 },
-            createdAt: { type: 'string', format: 'date-time' },
-          },
-        },
-        NewOAuthApp: {
-          type: 'object',
-          required: ['name', 'homepageURL', 'callbackURL'],
-          additionalProperties: false,
-          properties: appFieldProperties,
-        },
-        OAuthAppChanges: {
-          type: 'object',
-          additionalProperties: false,
-          properties: appFieldProperties,
-        },
-        User: {
-          type: 'object',
-          required: ['id', 'username', 'name'],
-          additionalProperties: false,
-          properties: {
-            id: { type: 'integer' },
-            username: { type: 'string' },
-            name: { type: 'string' },
-            email: { type: 'string', description: 'Only with the `email` scope (OAuth tokens) or for personal access tokens' },
-          },
-        },
-      },
     },
     paths: {
       '/groups': {
@@ -203,14 +118,10 @@ export function openApiDocument(issuer: string) {
           description: 'Scope `groups:read-only` (or `groups:read-write`). Ascending `id`. Sends an RFC 8288 `Link` header with first, prev, next and last.',
           parameters: [
             ...pageParams,
-            { name: 'filter', in: 'query', required: false, schema: { type: 'string', maxLength: 100 }, description: 'Case-insensitive match on name or path' },
+            parameter('filter', 'query', rules.queryText('filter', rules.MAX_FILTER_LENGTH), 'Case-insensitive match on name or path'),
           ],
           responses: {
-            200: {
-              description: 'One page of groups',
-              headers: { ...requestIdHeader, Link: { schema: { type: 'string' } } },
-              content: json(listOf({ $ref: '#/components/schemas/Group' })),
-            },
+            200: pageResponse('One page of groups', Group),
             400: errorResponse('A pagination or filter parameter is invalid (the description names it)'),
             ...authErrors,
           },
@@ -221,9 +132,9 @@ export function openApiDocument(issuer: string) {
           operationId: 'getGroup',
           summary: 'One group the token\'s user belongs to',
           description: 'Scope `groups:read-only`. A group the user is not a member of is a 404.',
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } }],
+          parameters: [groupIdParam],
           responses: {
-            200: { description: 'The group', headers: requestIdHeader, content: json(single({ $ref: '#/components/schemas/Group' })) },
+            200: jsonResponse('The group', data(Group)),
             400: errorResponse('The id is not a positive integer'),
             ...authErrors,
             404: errorResponse('No such group, or the user is not a member'),
@@ -237,11 +148,7 @@ export function openApiDocument(issuer: string) {
           description: 'Scope `groups:read-write`; the caller must be an owner of the group. Ascending `id`, paginated, with a `Link` header. Secrets are not listed here; read one application for its masked secrets.',
           parameters: [groupIdParam, ...pageParams],
           responses: {
-            200: {
-              description: 'One page of applications',
-              headers: { ...requestIdHeader, Link: { schema: { type: 'string' } } },
-              content: json(listOf(ref('OAuthApp'))),
-            },
+            200: pageResponse('One page of applications', OAuthApp),
             400: errorResponse('The id or a pagination parameter is invalid (the description names it)'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
@@ -252,13 +159,11 @@ export function openApiDocument(issuer: string) {
           summary: 'Create an OAuth application of a group (owners only)',
           description: 'Scope `groups:read-write`; the caller must be an owner. The response carries the first client secret (`clientSecret`), shown this once.',
           parameters: [groupIdParam],
-          requestBody: { ...jsonBody(ref('NewOAuthApp'), 'The application\'s fields; an unknown field is a 400'), required: true },
+          requestBody: jsonBody(NewOAuthApp, 'The application\'s fields; an unknown field is a 400', true),
           responses: {
-            201: {
-              description: 'The application, with its client secret shown once',
-              headers: { ...requestIdHeader, Location: { schema: { type: 'string' }, description: 'The application\'s URL in this API' } },
-              content: json(single(ref('CreatedOAuthApp'))),
-            },
+            201: jsonResponse('The application, with its client secret shown once', data(CreatedOAuthApp), {
+              Location: textHeader('The application\'s URL in this API'),
+            }),
             400: errorResponse('A field is missing, of the wrong type, unknown or invalid (the description names it)'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
@@ -273,7 +178,7 @@ export function openApiDocument(issuer: string) {
           description: 'Scope `groups:read-write`; the caller must be an owner of the application\'s group.',
           parameters: [clientIdParam],
           responses: {
-            200: { description: 'The application', headers: requestIdHeader, content: json(single(ref('OAuthAppWithSecrets'))) },
+            200: jsonResponse('The application', data(OAuthAppWithSecrets)),
             ...ownerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
           },
@@ -283,9 +188,9 @@ export function openApiDocument(issuer: string) {
           summary: 'Edit any of the fields of an OAuth application (owners only)',
           description: 'Scope `groups:read-write`. Fields left out keep their value.',
           parameters: [clientIdParam],
-          requestBody: jsonBody(ref('OAuthAppChanges'), 'The fields to change; an unknown field is a 400'),
+          requestBody: jsonBody(OAuthAppChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
-            200: { description: 'The application as it is now', headers: requestIdHeader, content: json(single(ref('OAuthAppWithSecrets'))) },
+            200: jsonResponse('The application as it is now', data(OAuthAppWithSecrets)),
             400: errorResponse('A field is of the wrong type, unknown or invalid (the description names it)'),
             ...ownerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
@@ -308,15 +213,15 @@ export function openApiDocument(issuer: string) {
         post: {
           operationId: 'createClientSecret',
           summary: 'A new client secret, shown once (owners only)',
-          description: 'Scope `groups:read-write`. An application holds at most two active secrets, so a server can rotate without downtime; a third is a 409.',
+          description: `Scope \`groups:read-write\`. An application holds at most ${MAX_ACTIVE_SECRETS} active secrets, so a server can rotate without downtime; one more is a 409.`,
           parameters: [clientIdParam],
-          requestBody: jsonBody({ type: 'object', additionalProperties: false, properties: {} }, 'Nothing, or an empty object'),
+          requestBody: jsonBody(rules.newSecret, 'Nothing, or an empty object'),
           responses: {
-            201: { description: 'The secret, shown this once', headers: requestIdHeader, content: json(single(ref('NewClientSecret'))) },
+            201: jsonResponse('The secret, shown this once', data(NewClientSecret)),
             400: errorResponse('The body has a field (none is taken)'),
             ...ownerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
-            409: errorResponse('The application already holds two active secrets; revoke one first'),
+            409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`),
             ...bodyErrors,
           },
         },
@@ -326,7 +231,7 @@ export function openApiDocument(issuer: string) {
           operationId: 'revokeClientSecret',
           summary: 'Revoke one client secret (owners only)',
           description: 'Scope `groups:read-write`. From the next request on, on every instance, the secret no longer authenticates.',
-          parameters: [clientIdParam, { name: 'secretID', in: 'path', required: true, schema: { type: 'integer', minimum: 1, maximum: 2_147_483_647 } }],
+          parameters: [clientIdParam, parameter('secretID', 'path', recordIdText)],
           responses: {
             204: noContent('Revoked'),
             400: errorResponse('The secretID is not a positive integer'),
@@ -341,11 +246,27 @@ export function openApiDocument(issuer: string) {
           summary: 'The token\'s user',
           description: 'Any scope.',
           responses: {
-            200: { description: 'The user', headers: requestIdHeader, content: json(single({ $ref: '#/components/schemas/User' })) },
+            200: jsonResponse('The user', data(User)),
             401: authErrors[401],
           },
         },
       },
     },
   };
+  return withComponentSchemas(document);
+}
+
+/**
+ * Gathers the named schemas, which each conversion put in its own `$defs`, into the document's
+ * components once, and points every `$ref` there.
+ */
+function withComponentSchemas<T extends { components: object }>(document: T) {
+  const schemas: Record<string, unknown> = {};
+  const gathered = JSON.parse(JSON.stringify(document), (key, value) => {
+    if (key === '$ref') return String(value).replace(/^#\/\$defs\//, '#/components/schemas/');
+    if (key !== '$defs') return value;
+    Object.assign(schemas, value);
+    return undefined;
+  }) as T;
+  return { ...gathered, components: { ...gathered.components, schemas } };
 }

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
-import { ValidationError } from '../errors.js';
+import { z } from 'zod';
+import * as rules from '../services/rules.js';
+import { parseQuery } from './params.js';
 
 export interface Page {
   pageNumber: number;
@@ -8,23 +10,19 @@ export interface Page {
   offset: number;
 }
 
-const MAX_PAGE_NUMBER = 1_000_000_000;
-
-function integerParam(ctx: Context, name: string, fallback: number, max: number): number {
-  const raw = ctx.query[name];
-  if (Array.isArray(raw)) throw new ValidationError(name, `${name} must be given at most once`);
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
-    throw new ValidationError(name, `${name} must be an integer from 1 to ${max}`);
-  }
-  return Number(raw);
+/** The one pagination of every list: `pageNumber` and `pageSize`, by the rules' `pageQuery`. */
+export function parsePage(ctx: Context): Page {
+  const { pageNumber, pageSize } = parseQuery(ctx, rules.pageQuery);
+  return { pageNumber, pageSize, limit: pageSize, offset: (pageNumber - 1) * pageSize };
 }
 
-/** The one pagination of every list: `pageNumber` ≥ 1 (default 1), `pageSize` 1–50 (default 20). */
-export function parsePage(ctx: Context): Page {
-  const pageNumber = integerParam(ctx, 'pageNumber', 1, MAX_PAGE_NUMBER);
-  const pageSize = integerParam(ctx, 'pageSize', 20, 50);
-  return { pageNumber, pageSize, limit: pageSize, offset: (pageNumber - 1) * pageSize };
+/** The envelope of a page of `item`s, as sendPage writes it. */
+export function pageOf(item: z.ZodType) {
+  return z.object({
+    data: z.object({ total: z.int().min(0), items: z.array(item) }),
+    pageNumber: rules.pageQuery.shape.pageNumber,
+    pageSize: rules.pageQuery.shape.pageSize,
+  });
 }
 
 /** Writes the `{data: {total, items}, pageNumber, pageSize}` envelope and the RFC 8288 Link header. */

@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { MAX_ID, parseId } from '../ids.js';
+import * as rules from '../services/rules.js';
 
 /** A positive integer path parameter such as a group id. */
 export function idParam(ctx: Context, name: string): number {
@@ -9,11 +11,15 @@ export function idParam(ctx: Context, name: string): number {
   return id;
 }
 
+/** The query string parsed with `schema`; the error names the first bad parameter in the schema's own words. */
+export function parseQuery<T extends z.ZodType>(ctx: Context, schema: T): z.output<T> {
+  const result = schema.safeParse(ctx.query);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new ValidationError(String(issue.path[0]), issue.message);
+}
+
 /** An optional query string given at most once, of bounded length. */
 export function optionalQuery(ctx: Context, name: string, maxLength: number): string | undefined {
-  const raw = ctx.query[name];
-  if (Array.isArray(raw)) throw new ValidationError(name, `${name} must be given at most once`);
-  if (raw === undefined || raw === '') return undefined;
-  if (raw.length > maxLength) throw new ValidationError(name, `${name} must be at most ${maxLength} characters`);
-  return raw;
+  return parseQuery(ctx, z.object({ [name]: rules.queryText(name, maxLength) }))[name];
 }

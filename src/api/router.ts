@@ -10,7 +10,7 @@ import { appsApi } from './apps/routes.js';
 import { refuseControlCharactersInBody } from '../edge/refuse-control-characters.js';
 import { API_PREFIX } from '../edge/surface.js';
 import { bearerAuth } from './auth.js';
-import { apiErrors } from './errors.js';
+import { apiErrors, MAX_BODY_KIB } from './errors.js';
 import { groupsApi } from './groups/routes.js';
 import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
@@ -24,7 +24,7 @@ interface ApiDeps {
   issuer: string;
 }
 
-/** Request bodies are JSON of at most 64 KiB; anything else with a body is a 415. */
+/** Request bodies are JSON of at most MAX_BODY_KIB; anything else with a body is a 415. */
 function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
   const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
   if (hasBody && !ctx.is('application/json')) {
@@ -56,7 +56,7 @@ function apiRouter(deps: ApiDeps): Router {
   });
   router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
   router.use(jsonBodiesOnly);
-  router.use(bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' }));
+  router.use(bodyParser({ enableTypes: ['json'], jsonLimit: `${MAX_BODY_KIB}kb`, encoding: 'utf-8' }));
   router.use(refuseControlCharactersInBody);
 
   for (const routes of [

@@ -1,14 +1,19 @@
 import type { Knex } from 'knex';
-import { findUserByLogin } from '../db/users.js';
 import { presentAccessToken } from '../presenters/access-token.js';
+import { maskAddress } from '../presenters/address.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
 import { rotateSigningKey } from '../provider/keys.js';
-import { createAccessToken } from '../services/access-tokens.js';
+import type { Config } from '../config.js';
+import { createLogger } from '../log.js';
+import { createAccessToken, MAX_TOKEN_DAYS } from '../services/access-tokens.js';
+import { disableUser, enableUser, sendPasswordReset, setSiteAdmin } from '../services/admin.js';
+import { createMailer } from '../services/mail.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
-import { addMember, createGroup, requireGroupByPath } from '../services/groups.js';
+import { addMember, adminAccess, createGroup } from '../services/groups.js';
+import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
@@ -23,6 +28,8 @@ export interface CommandContext {
   stdin: NodeJS.ReadableStream;
   /** KEYS_SECRET: new keys are stored encrypted with it. */
   keysSecret: string | undefined;
+  /** The whole configuration, for the commands that reach the provider's storage or send mail. */
+  config: Config;
 }
 
 /** What a command made: the record for `--json`, and a short line (or a few) for a person. */
@@ -38,7 +45,7 @@ export interface Command extends FlagSpec {
   run(ctx: CommandContext): Promise<CommandResult>;
 }
 
-/** The admin CLI acts on any group; the audit trail records its changes with no user. */
+/** The admin CLI acts on any group and any account; the audit trail records its changes with no user. */
 const ADMIN: Actor = { userId: 0, ip: null, admin: true };
 
 async function migrate({ applied }: CommandContext): Promise<CommandResult> {
@@ -55,8 +62,66 @@ async function userCreate({ db, flags, stdin }: CommandContext): Promise<Command
     throw new UsageError('--password-stdin is required: pipe the password on standard input');
   }
   const password = await readFirstLine(stdin);
-  const user = await createUser(db, { username, email, name: flags.string('name'), password });
-  return { json: presentUser(user), text: `created user ${user.username} (id ${user.id})` };
+  const admin = flags.has('admin');
+  // With --admin, the account never exists without its role: both or neither.
+  const user = await db.transaction(async (trx) => {
+    const created = await createUser(trx, { username, email, name: flags.string('name'), password });
+    if (admin) await setSiteAdmin(trx, ADMIN, created, true);
+    return created;
+  });
+  return {
+    json: admin ? { ...presentUser(user), admin } : presentUser(user),
+    text: `created ${admin ? 'site administrator' : 'user'} ${user.username} (id ${user.id})`,
+  };
+}
+
+async function userSetAdmin({ db, flags }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  const admin = !flags.has('off');
+  const changed = await setSiteAdmin(db, ADMIN, user, admin);
+  const now = admin ? 'a site administrator' : 'not a site administrator';
+  return {
+    json: { username: user.username, admin, changed },
+    text: changed ? `${user.username} is now ${now}` : `${user.username} was already ${now}`,
+  };
+}
+
+async function userDisable({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  // Loaded here only: oidc-provider is heavy, and on a Node.js older than it wants it prints a
+  // warning on stderr as it loads, which no other command should.
+  const { withProvider } = await import('./provider.js');
+  const result = await withProvider(config, db, (provider) => disableUser({ db, provider }, ADMIN, user));
+  return {
+    json: { username: user.username, disabled: true, ...result },
+    text: [
+      result.changed ? `disabled ${user.username}` : `${user.username} was already disabled`,
+      `signed out everywhere; revoked ${result.grants} authorized application(s) and ${result.accessTokens} personal access token(s)`,
+    ].join('\n'),
+  };
+}
+
+async function userEnable({ db, flags }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  const changed = await enableUser(db, ADMIN, user);
+  return {
+    json: { username: user.username, disabled: false, changed },
+    text: changed ? `enabled ${user.username}: they can sign in again` : `${user.username} was not disabled`,
+  };
+}
+
+async function userResetPassword({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const user = await requireUserByUsername(db, flags.argument(), 'username');
+  // Silent: with no SMTP_URL outside production the mailer would log the link, and the link is a secret.
+  const log = createLogger('silent');
+  const mailer = createMailer({ ...config.mail, logLinks: false, logger: log });
+  try {
+    await sendPasswordReset({ db, config, mailer, log }, ADMIN, user);
+  } finally {
+    mailer.close();
+  }
+  const to = maskAddress(user.email);
+  return { json: { username: user.username, sentTo: to }, text: `sent to ${to}` };
 }
 
 async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult> {
@@ -77,11 +142,10 @@ async function groupCreate({ db, flags }: CommandContext): Promise<CommandResult
 }
 
 async function groupAddMember({ db, flags }: CommandContext): Promise<CommandResult> {
-  const group = await requireGroupByPath(db, flags.required('group'));
-  const login = flags.required('user');
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const { group } = access;
   const role = flags.required('role');
-  await addMember(db, ADMIN, group.id, { user: login, role });
-  const user = (await findUserByLogin(db, login))!;
+  const user = await addMember(db, access, { user: flags.required('user'), role });
   return {
     json: { groupId: Number(group.id), userId: Number(user.id), username: user.username, role },
     text: `added ${user.username} to ${group.path} as ${role}`,
@@ -89,8 +153,9 @@ async function groupAddMember({ db, flags }: CommandContext): Promise<CommandRes
 }
 
 async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> {
-  const group = await requireGroupByPath(db, flags.required('group'));
-  const { app, secret } = await createApplication(db, ADMIN, group.id, {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const { group } = access;
+  const { app, secret } = await createApplication(db, access, {
     name: flags.required('name'),
     homepageURL: flags.required('homepage-url'),
     callbackURL: flags.required('callback-url'),
@@ -110,14 +175,10 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
 
 async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.required('user'), 'user');
-  const days = flags.string('expires-in-days');
-  if (days !== undefined && !/^[0-9]+$/.test(days)) {
-    throw new UsageError('--expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)');
-  }
   const { token, row } = await createAccessToken(db, user.id, {
     name: flags.required('name'),
     scopes: flags.required('scope').split(/[\s,]+/).filter(Boolean) as never,
-    expiresInDays: days === undefined ? null : Number(days),
+    expiresInDays: expiresInDays(flags.string('expires-in-days')),
   });
   return {
     json: presentAccessToken(row, token),
@@ -127,6 +188,16 @@ async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult
       'Copy the token now: it will not be shown again.',
     ].join('\n'),
   };
+}
+
+/** `--expires-in-days` as a number of days (the service checks the range); left out, the token never expires. */
+function expiresInDays(flag: string | undefined): number | null {
+  if (flag === undefined) return null;
+  const days = rules.wholeNumber().safeParse(flag);
+  if (!days.success) {
+    throw new UsageError(`--expires-in-days: must be a whole number of days from 1 to ${MAX_TOKEN_DAYS} (leave it out for a token that never expires)`);
+  }
+  return days.data;
 }
 
 async function keysRotate({ db, keysSecret }: CommandContext): Promise<CommandResult> {
@@ -148,11 +219,44 @@ export const commands: Command[] = [
   },
   {
     name: 'user create',
-    usage: '--username U --email E [--name N] --password-stdin',
-    summary: 'Create a user. The password is the first line of standard input.',
+    usage: '--username U --email E [--name N] [--admin] --password-stdin',
+    summary: 'Create a user (with --admin, a site administrator). The password is the first line of standard input.',
     strings: ['username', 'email', 'name'],
-    booleans: ['password-stdin'],
+    booleans: ['password-stdin', 'admin'],
     run: userCreate,
+  },
+  {
+    name: 'user set-admin',
+    usage: '<username> [--off]',
+    summary: 'Make a user a site administrator (the Admin area), or with --off no longer one.',
+    strings: [],
+    booleans: ['off'],
+    argument: 'username',
+    run: userSetAdmin,
+  },
+  {
+    name: 'user disable',
+    usage: '<username>',
+    summary: 'Disable an account: signed out everywhere, its grants and tokens revoked, sign-in refused until enabled.',
+    strings: [],
+    argument: 'username',
+    run: userDisable,
+  },
+  {
+    name: 'user enable',
+    usage: '<username>',
+    summary: 'Let a disabled account sign in again (what disabling revoked stays revoked).',
+    strings: [],
+    argument: 'username',
+    run: userEnable,
+  },
+  {
+    name: 'user reset-password',
+    usage: '<username>',
+    summary: "Mail the user a password reset link (1 hour, single use) at their address; prints only where it went, masked.",
+    strings: [],
+    argument: 'username',
+    run: userResetPassword,
   },
   {
     name: 'group create',

@@ -7,13 +7,23 @@ export interface FlagSpec {
   booleans?: readonly string[];
   /** Flags that may be given more than once, each time with one value (read with `list`). */
   lists?: readonly string[];
+  /** The one argument the command takes before or among its flags (`user disable alice`): its name in messages. */
+  argument?: string;
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** Parsed flags, read by name. */
 export class Flags {
-  constructor(private readonly values: Record<string, unknown>) {}
+  constructor(
+    private readonly values: Record<string, unknown>,
+    private readonly given: string | undefined = undefined,
+  ) {}
+
+  /** The command's one argument (see FlagSpec.argument); parsing has made sure it was given. */
+  argument(): string {
+    return this.given ?? '';
+  }
 
   string(name: string): string | undefined {
     const value = this.values[name];
@@ -39,7 +49,7 @@ export class Flags {
 
 /**
  * Strict parsing: an unknown flag, a missing value, a stray argument or a repeated flag is an
- * error, except for the flags a command declares repeatable.
+ * error, except for the flags a command declares repeatable and the one argument it declares.
  */
 export function parseFlags(args: string[], spec: FlagSpec): Flags {
   const options: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
@@ -49,9 +59,14 @@ export function parseFlags(args: string[], spec: FlagSpec): Flags {
 
   let parsed;
   try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: false, tokens: true });
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: spec.argument !== undefined, tokens: true });
   } catch (err) {
     throw explain(err, args, options);
+  }
+  const [given, extra] = parsed.positionals;
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}; flags take the form --name value`);
+  if (spec.argument !== undefined && (given === undefined || given === '') && !parsed.values.help) {
+    throw new UsageError(`<${spec.argument}> is required`);
   }
   // parseArgs keeps the last of a repeated flag; with two values on the line, refuse to guess.
   const seen = new Set<string>();
@@ -60,7 +75,7 @@ export function parseFlags(args: string[], spec: FlagSpec): Flags {
     if (seen.has(token.name)) throw new UsageError(`${token.rawName}: given more than once`);
     seen.add(token.name);
   }
-  return new Flags(parsed.values);
+  return new Flags(parsed.values, given);
 }
 
 /**

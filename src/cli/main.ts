@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js';
-import { createDb, migrateLatest, type Db } from '../db/knex.js';
+import { withDatabase } from '../services/database.js';
 import { commands, type Command } from './commands.js';
 import { describeFailure, UsageError } from './errors.js';
 import { parseFlags } from './flags.js';
@@ -50,17 +50,6 @@ function findCommand(argv: string[]): { command: Command; args: string[] } {
 }
 
 /**
- * knex writes its pool warnings (an unreachable database, with a stack trace) to stdout through
- * console.log. The CLI's stdout is for results, and the failure itself reaches stderr once, as
- * its one line.
- */
-function quiet(db: Db): Db {
-  const logger = (db.client as { logger?: Record<string, unknown> }).logger;
-  if (logger) for (const level of ['debug', 'warn', 'error', 'deprecate']) logger[level] = () => {};
-  return db;
-}
-
-/**
  * Runs one command and returns the exit code. Order: the command line, then the environment,
  * then the database (opened, migrated, and always closed so the process exits promptly).
  */
@@ -77,15 +66,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const config = loadConfig(io.env);
-    const db = quiet(createDb(config.databaseUrl));
-    try {
-      const applied = await migrateLatest(db);
-      const result = await command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret });
-      io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
-      return 0;
-    } finally {
-      await db.destroy();
-    }
+    // knex's pool warnings would go to stdout, which is for results; the failure reaches stderr once.
+    const result = await withDatabase(config.databaseUrl, (db, applied) =>
+      command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret, config }));
+    io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
+    return 0;
   } catch (err) {
     const { line, exitCode } = describeFailure(err);
     io.stderr.write(`idp: ${line}\n`);

@@ -23,14 +23,15 @@ export function findAccessTokenByDigest(db: Knex, digest: string): Promise<Omit<
  * The bearer check's one query, on every API call with an `ha_` token: by digest, on a unique
  * index, only what the check needs. Written out rather than built with knex on every call, and a
  * named prepared statement on PostgreSQL (parsed and planned once per connection; SQLite ignores
- * the name): see docs/benchmarks.md.
+ * the name): see docs/benchmarks.md. The join on the user's primary key tells a disabled account.
  */
-const BEARER_SQL = 'select id, user_id, scopes, expires_at from personal_access_tokens where digest = ? limit 1';
+const BEARER_SQL =
+  'select t.id, t.user_id, t.scopes, t.expires_at, u.disabled_at from personal_access_tokens t join users u on u.id = t.user_id where t.digest = ? limit 1';
 
-export async function findBearerTokenByDigest(
-  db: Knex,
-  digest: string,
-): Promise<Pick<AccessTokenRow, 'id' | 'user_id' | 'scopes' | 'expires_at'> | undefined> {
+/** A bearer token's row, with whether its user is disabled (`disabled_at`), in the same round trip. */
+export type BearerTokenRow = Pick<AccessTokenRow, 'id' | 'user_id' | 'scopes' | 'expires_at'> & { disabled_at: string | Date | null };
+
+export async function findBearerTokenByDigest(db: Knex, digest: string): Promise<BearerTokenRow | undefined> {
   const result = await db.raw(BEARER_SQL, [digest]).options({ name: 'bearer_token_by_digest' });
   return (isPostgres(db) ? result.rows : result)[0];
 }
@@ -62,4 +63,9 @@ export function deleteAccessToken(db: Knex, userId: number, id: number): Promise
 
 export async function touchAccessToken(db: Knex, id: number, at: string): Promise<void> {
   await db('personal_access_tokens').where({ id }).update({ last_used_at: at });
+}
+
+/** Removes every personal access token of a user; how many there were. */
+export function deleteAccessTokensOf(db: Knex, userId: number): Promise<number> {
+  return db('personal_access_tokens').where({ user_id: userId }).delete();
 }

@@ -17,6 +17,8 @@ export interface AuditRow {
   ip: string | null;
   created_at: string | Date;
   actor_username: string | null;
+  /** The actor deleted their account since (actor_username is then null). */
+  actor_deleted: boolean | number;
 }
 
 /** Written in the same transaction as the change it records: no change without its trace. */
@@ -37,7 +39,7 @@ export function listAudit(db: Knex, groupId: number, limit = 200): Promise<Audit
   return db('audit_events as a')
     .leftJoin('users as u', 'u.id', 'a.actor_id')
     .where('a.group_id', groupId)
-    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'u.username as actor_username')
+    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username')
     .orderBy('a.id', 'desc')
     .limit(limit);
 }

@@ -158,6 +158,18 @@ export function findGroupOfUser(db: Knex, userId: number, groupId: number): Prom
   return groupsOfUser(db, userId).select([...GROUP_COLUMNS, 'm.role']).where('g.id', groupId).first();
 }
 
+/** A group by id or path, with the user's role in it (null: not a member), in one query. */
+export async function findGroupAndRole(
+  db: Knex,
+  ref: { id: number } | { path: string },
+  userId: number,
+): Promise<(GroupRow & { role: Role | null }) | undefined> {
+  return db('groups as g')
+    .leftJoin('memberships as m', (on) => on.on('m.group_id', 'g.id').andOnVal('m.user_id', userId))
+    .where('id' in ref ? { 'g.id': ref.id } : { 'g.path': ref.path.toLowerCase() })
+    .first([...GROUP_COLUMNS, 'm.role']);
+}
+
 export function findRole(db: Knex, groupId: number, userId: number): Promise<Role | undefined> {
   return db('memberships')
     .where({ group_id: groupId, user_id: userId })

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { now } from './time.js';
+import { now } from '../time.js';
 
 /** Signing keys (private JWKs) and cookie keys; `material` is clear or sealed, as the provider decides. */
 export type KeyKind = 'signing' | 'cookie';

@@ -6,11 +6,17 @@ export interface UserRow {
   email: string;
   name: string;
   password_hash: string;
+  /** When the current address was proved by following a verification link; null until then. */
+  email_verified_at: string | Date | null;
   created_at: string | Date;
   updated_at: string | Date;
+  /** A site administrator (SQLite answers 1 or 0, PostgreSQL a boolean). */
+  is_admin: boolean | number;
+  /** Set while an administrator keeps the account disabled. */
+  disabled_at: string | Date | null;
 }
 
-const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'created_at', 'updated_at'];
+const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'email_verified_at', 'created_at', 'updated_at', 'is_admin', 'disabled_at'];
 
 export function findUserById(db: Knex, id: number): Promise<UserRow | undefined> {
   return db('users').where({ id }).first(COLUMNS);
@@ -63,4 +69,17 @@ export async function replacePasswordHash(db: Knex, id: number, current: string,
 
 export async function usernameOf(db: Knex, id: number): Promise<string | undefined> {
   return ((await db('users').where({ id }).first('username')) as { username: string } | undefined)?.username;
+}
+
+/** Verifies the account's address, only if it is still `email` (the address the link was sent to). */
+export async function markEmailVerified(db: Knex, id: number, email: string, at: string): Promise<boolean> {
+  return (await db('users').where({ id, email_key: email.toLowerCase() }).update({ email_verified_at: at })) === 1;
+}
+
+export async function markEmailUnverified(db: Knex, id: number): Promise<void> {
+  await db('users').where({ id }).update({ email_verified_at: null });
+}
+
+export async function setPasswordHash(db: Knex, id: number, hash: string, at: string): Promise<void> {
+  await db('users').where({ id }).update({ password_hash: hash, updated_at: at });
 }

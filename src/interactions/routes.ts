@@ -2,11 +2,11 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
-import { findAppByClientId } from '../db/apps.js';
-import { findGroupById } from '../db/groups.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isScope, SCOPES } from '../vocabulary.js';
+import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
+import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
@@ -41,22 +41,32 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
 
   async function consentPage(ctx: Context, interaction: Awaited<ReturnType<typeof details>>) {
     const clientId = String(interaction.params.client_id);
-    const app = await findAppByClientId(db, clientId);
-    if (!app) throw new NotFoundError('this application no longer exists');
-    const group = await findGroupById(db, app.group_id);
+    const { app, groupName } = await consentSubject(db, clientId);
     const requested = String(interaction.params.scope ?? '').split(' ').filter(isScope);
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
-      app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName: group?.name ?? '' },
+      app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
       scopes: requested.map((scope) => ({ scope, description: SCOPES[scope] })),
     });
+  }
+
+  /** With REQUIRE_VERIFIED_EMAIL, the signed-in account of the flow while its address is not verified. */
+  async function unverifiedAccount(interaction: Awaited<ReturnType<typeof details>>) {
+    if (!deps.config.requireVerifiedEmail) return undefined;
+    const user = await userById(db, Number(interaction.session!.accountId));
+    return user && !user.email_verified_at ? user : undefined;
   }
 
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
       render(ctx, 'login', { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '' });
+      return;
+    }
+    const unverified = await unverifiedAccount(interaction);
+    if (unverified) {
+      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);
@@ -76,6 +86,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.post('/confirm', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'consent') throw new AppError(400, 'invalid_request', 'this sign-in request is not waiting for consent');
+    if (await unverifiedAccount(interaction)) throw new AppError(403, 'email_not_verified', 'Verify your e-mail address before authorizing applications.');
     const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
     // One grant per user and application, listed in Account settings → Authorized applications,
     // so that a later flow in any session skips consent and Revoke reaches every token.

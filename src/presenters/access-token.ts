@@ -1,5 +1,5 @@
 import type { AccessTokenRow } from '../db/access-tokens.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
 
 /** A personal access token as the CLI and pages show it; the token itself only when just made. */
 export function presentAccessToken(row: Omit<AccessTokenRow, 'digest'>, token?: string) {

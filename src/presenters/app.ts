@@ -1,19 +1,47 @@
+import { z } from 'zod';
 import { signOutUrlsOf, type AppRow, type SecretRow } from '../db/apps.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
+import { clientId, recordId } from '../ids.js';
+import { tokenPattern } from '../tokens.js';
+import { timestamp } from './json.js';
 
 /** An OAuth application as the API names its fields. */
-export interface AppJson {
-  clientID: string;
-  clientSecret?: string;
-  name: string;
-  homepageURL: string;
-  description: string;
-  callbackURL: string;
-  signOutRedirectURLs: string[];
-  groupId: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export const appJson = z.object({
+  clientID: clientId.describe('Public; the OAuth client_id'),
+  name: z.string(),
+  homepageURL: z.string(),
+  description: z.string(),
+  callbackURL: z.string(),
+  signOutRedirectURLs: z.array(z.string()),
+  groupId: recordId.describe('The group that owns the application'),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type AppJson = z.infer<typeof appJson> & { clientSecret?: string };
+
+const clientSecret = z.string().regex(tokenPattern('hs_'));
+
+/** A client secret as reads show it: never the secret, only its last four characters and its dates. */
+export const secretJson = z.object({
+  id: recordId,
+  lastFour: z.string().length(4).describe('The secret\'s last four characters'),
+  createdAt: timestamp,
+  lastUsedAt: timestamp
+    .nullable()
+    .describe('Its last successful use at the token endpoint (recorded at most once a minute); null if never'),
+});
+export type SecretJson = z.infer<typeof secretJson>;
+
+/** A client secret just made: the secret itself, in this response only. */
+export const newSecretJson = secretJson
+  .omit({ lastUsedAt: true })
+  .extend({ secret: clientSecret.describe('Shown in this response only') });
+
+/** The application a request just made, with its first secret in plain. */
+export const createdAppJson = appJson.extend({
+  clientSecret: clientSecret.describe('Shown in this response only: the service keeps a digest'),
+  secretId: recordId.describe('The id of that secret, for revoking it later'),
+});
 
 /**
  * The client secret is opt-in: only the response that created it passes `secret`, because the
@@ -32,14 +60,6 @@ export function presentApp(row: AppRow, options: { secret?: string } = {}): AppJ
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
   };
-}
-
-/** A client secret as reads show it: never the secret, only its last four characters and its dates. */
-export interface SecretJson {
-  id: number;
-  lastFour: string;
-  createdAt: string;
-  lastUsedAt: string | null;
 }
 
 export function presentSecret(row: Pick<SecretRow, 'id' | 'last_four' | 'created_at' | 'last_used_at'>): SecretJson {

@@ -1,18 +1,22 @@
+import { z } from 'zod';
 import type { GroupRow } from '../db/groups.js';
-import { toIso } from '../db/time.js';
-import type { Role } from '../vocabulary.js';
+import { toIso } from '../time.js';
+import { recordId } from '../ids.js';
+import { ROLES, VISIBILITY_LEVELS, type Role } from '../vocabulary.js';
+import { timestamp } from './json.js';
 
 /** A group as the API names its fields; `role` (the viewer's) only when given. */
-export interface GroupJson {
-  id: number;
-  name: string;
-  path: string;
-  description: string;
-  visibilityLevel: GroupRow['visibility_level'];
-  createdAt: string;
-  updatedAt: string;
-  role?: Role;
-}
+export const groupJson = z.object({
+  id: recordId,
+  name: z.string(),
+  path: z.string(),
+  description: z.string(),
+  visibilityLevel: z.enum(VISIBILITY_LEVELS),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  role: z.enum(ROLES).describe("The caller's role in the group").optional(),
+});
+export type GroupJson = z.infer<typeof groupJson>;
 
 export function presentGroup(row: GroupRow, role?: Role): GroupJson {
   return {

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, signOutUrlsOf, touchSecret } from '../db/apps.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
+import { isClientId } from '../ids.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
 
@@ -20,7 +21,7 @@ export function createClientAdapter(db: Knex): Adapter {
   return {
     async find(clientId: string): Promise<AdapterPayload | undefined> {
       // Longer than the column: no such client, and no query.
-      if (typeof clientId !== 'string' || clientId.length > 64) return undefined;
+      if (!isClientId(clientId)) return undefined;
       const found = await findClientWithSecrets(db, clientId);
       if (!found) return undefined;
       const { app, secrets } = found;

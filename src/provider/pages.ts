@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
+import type { Context, Next } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { findUserById, type UserRow } from '../db/users.js';
+import { isDisabled } from '../policies/site.js';
 
 /** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
 export type RenderPage = (
@@ -40,7 +42,8 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
         accountId = session.accountId;
       }
       if (!accountId || !/^[1-9][0-9]{0,15}$/.test(accountId)) return null;
-      return (await findUserById(db, Number(accountId))) ?? null;
+      const user = await findUserById(db, Number(accountId));
+      return user && !isDisabled(user) ? user : null;
     } catch {
       return null;
     }
@@ -89,5 +92,20 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
         xsrf: secret,
       }, 200);
     },
+  };
+}
+
+export type ProviderPages = ReturnType<typeof providerPages>;
+
+/**
+ * The logout request of a person who is not signed in: the library answers it with a page that
+ * submits its form by inline script (lib/actions/end_session.js), which the site's CSP refuses.
+ * That answer is replaced with pages.signedOutLogout, the same form without inline script.
+ */
+export function scriptlessSignedOutLogout(pages: ProviderPages) {
+  return async function replaceSignedOutLogoutPage(ctx: Context, next: Next): Promise<void> {
+    await next();
+    const { oidc } = ctx as KoaContextWithOIDC;
+    if (oidc?.route === 'end_session' && ctx.status === 200 && !oidc.session?.accountId) pages.signedOutLogout(ctx as KoaContextWithOIDC);
   };
 }

@@ -1,23 +1,26 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
-import { now } from '../db/time.js';
+import { now } from '../time.js';
 import { NotFoundError } from '../errors.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { digest, generateToken } from '../tokens.js';
 import * as rules from './rules.js';
 
+/** The longest lifetime of a personal access token, in days. */
+export const MAX_TOKEN_DAYS = 365;
+
 /** Personal access tokens (`ha_`): made by their user, stored as a SHA-256 digest, shown once. */
 export const newAccessTokenSchema = z.object({
-  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(100, 'name must be at most 100 characters'),
+  name: rules.name,
   scopes: z
     .array(z.enum(API_SCOPES, { error: `scopes must be among ${API_SCOPES.join(', ')}` }), { error: 'scopes is required' })
     .min(1, 'choose at least one scope'),
   expiresInDays: z
-    .number({ error: 'expiresInDays must be a number of days from 1 to 365, or empty for never' })
+    .number({ error: `expiresInDays must be a number of days from 1 to ${MAX_TOKEN_DAYS}, or empty for never` })
     .int('expiresInDays must be a whole number of days')
-    .min(1, 'expiresInDays must be from 1 to 365')
-    .max(365, 'expiresInDays must be from 1 to 365')
+    .min(1, `expiresInDays must be from 1 to ${MAX_TOKEN_DAYS}`)
+    .max(MAX_TOKEN_DAYS, `expiresInDays must be from 1 to ${MAX_TOKEN_DAYS}`)
     .nullable()
     .default(null),
 });
@@ -41,6 +44,11 @@ export async function createAccessToken(
     at,
   });
   return { token, row };
+}
+
+/** A user's personal access tokens, newest first, without their digests. */
+export function accessTokensOf(db: Knex, userId: number) {
+  return tokens.listAccessTokens(db, userId);
 }
 
 export async function revokeAccessToken(db: Knex, userId: number, id: number): Promise<void> {

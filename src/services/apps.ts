@@ -1,96 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { z } from 'zod';
 import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { grantIdsOfClient } from '../db/grants.js';
+import { findGroupById } from '../db/groups.js';
 import { recordAudit } from '../db/audit.js';
-import { now } from '../db/time.js';
+import { isClientId } from '../ids.js';
+import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
 import { auditActorId, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
-import { authorizeGroup } from './groups.js';
+import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
 import * as rules from './rules.js';
 
 export const MAX_ACTIVE_SECRETS = 2;
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-const homepageURL = z
-  .string({ error: 'homepageURL is required' })
-  .trim()
-  .max(2048, 'homepageURL must be at most 2048 characters')
-  .refine((v) => {
-    const url = safeUrl(v);
-    return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
-  }, 'homepageURL must be an absolute http(s) URL');
-
-/** Why `value` cannot be a place people are sent back to (the callback, a sign-out URL), or undefined when it can. */
-function redirectUrlProblem(value: string): string | undefined {
-  const url = safeUrl(value);
-  if (!url) return 'must be an absolute URL';
-  if (value.includes('#')) return 'must not contain a fragment (#…)';
-  const loopbackHttp = url.protocol === 'http:' && LOOPBACK.has(url.hostname);
-  if (url.protocol !== 'https:' && !loopbackHttp) return 'must use https (http only for localhost, 127.0.0.1 or [::1])';
-  return undefined;
-}
-
-const callbackURL = z
-  .string({ error: 'callbackURL is required' })
-  .trim()
-  .max(2048, 'callbackURL must be at most 2048 characters')
-  .superRefine((v, ctx) => {
-    const problem = redirectUrlProblem(v);
-    if (problem) ctx.addIssue({ code: 'custom', message: `callbackURL ${problem}` });
-  });
-
-export const MAX_SIGN_OUT_URLS = 10;
-
-/**
- * Where RP-initiated logout may send a person back to: each URL follows the callback's rules and
- * is matched exactly (string-equal) against `post_logout_redirect_uri`. A repeated URL counts once.
- */
-const signOutRedirectURLs = z
-  .array(z.string().trim(), { error: 'signOutRedirectURLs must be a list of URLs' })
-  .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
-  .superRefine((urls, ctx) => {
-    urls.forEach((url, i) => {
-      const problem = url.length > 2048 ? 'must be at most 2048 characters' : redirectUrlProblem(url);
-      if (problem) ctx.addIssue({ code: 'custom', message: `signOutRedirectURLs[${i}] ${problem}` });
-    });
-  })
-  .transform((urls) => [...new Set(urls)]);
-
-export const appFieldsSchema = z.strictObject({
-  name: z
-    .string({ error: 'name is required' })
-    .trim()
-    .min(1, 'name is required')
-    .max(100, 'name must be at most 100 characters'),
-  homepageURL,
-  description: rules.description,
-  callbackURL,
-  signOutRedirectURLs: signOutRedirectURLs.default([]),
-});
-export type AppFields = z.input<typeof appFieldsSchema>;
-
-/**
- * An edit names only the fields it changes. The defaults of the description ('') and of the
- * sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would silently empty it.
- */
-export const appChangesSchema = appFieldsSchema
-  .partial()
-  .extend({ description: rules.description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
-
-function safeUrl(value: string): URL | undefined {
-  try {
-    return new URL(value);
-  } catch {
-    return undefined;
-  }
-}
-
+export { signOutUrlsOf } from '../db/apps.js';
 export interface NewSecret {
   id: number;
   secret: string;
@@ -104,15 +30,62 @@ async function addSecret(trx: Knex, appId: number, at: string): Promise<NewSecre
   return { id: row.id, secret, lastFour: row.last_four, createdAt: at };
 }
 
+/** An application and the access to its group through which it was reached. */
+export interface AppAccess extends GroupAccess {
+  app: apps.AppRow;
+}
+
+export const NO_APP = 'no such application, or you are not a member of its group';
+
+/** A value that cannot be a client id is not looked up. */
+async function findApp(db: Knex, clientId: string): Promise<apps.AppRow | undefined> {
+  return isClientId(clientId) ? apps.findAppByClientId(db, clientId) : undefined;
+}
+
+/**
+ * An application named by its client id alone (the API), for its owners: no application and one
+ * of a group the actor is not in read the same (404); a member who is not an owner gets 403.
+ */
+export async function accessApplication(db: Knex, actor: Actor, clientId: string): Promise<AppAccess> {
+  const app = await findApp(db, clientId);
+  if (!app) throw new NotFoundError(NO_APP);
+  try {
+    return { ...(await accessGroup(db, actor, { id: app.group_id }, 'manage-apps')), app };
+  } catch (err) {
+    if (err instanceof NotFoundError) throw new NotFoundError(NO_APP);
+    throw err;
+  }
+}
+
+/** An application under a group already reached (the pages' addresses): one of another group is a 404. */
+export async function applicationOfGroup(db: Knex, access: GroupAccess, clientId: string): Promise<AppAccess> {
+  requireGroupAction(access, 'manage-apps');
+  const app = await findApp(db, clientId);
+  if (!app || Number(app.group_id) !== Number(access.group.id)) throw new NotFoundError('no such application in this group');
+  return { ...access, app };
+}
+
+/** The applications of a group, a page at a time (owners only). */
+export function applicationsOf(db: Knex, access: GroupAccess, page: { limit: number; offset: number }) {
+  requireGroupAction(access, 'manage-apps');
+  return apps.pageAppsOfGroup(db, access.group.id, page);
+}
+
+/** An application's active secrets: creation time, last four characters and last use, never the secret. */
+export function secretsOf(db: Knex, access: AppAccess): Promise<apps.SecretRow[]> {
+  requireGroupAction(access, 'manage-apps');
+  return apps.listSecrets(db, access.app.id);
+}
+
 /** Creates an application of a group (owners only) with its first secret, shown to the caller once. */
 export async function createApplication(
   db: Knex,
-  actor: Actor,
-  groupId: number,
+  access: GroupAccess,
   input: unknown,
 ): Promise<{ app: apps.AppRow; secret: NewSecret }> {
-  await authorizeGroup(db, actor, groupId, 'manage-apps');
-  const data = rules.parse(appFieldsSchema, input);
+  requireGroupAction(access, 'manage-apps');
+  const { actor, group: { id: groupId } } = access;
+  const data = rules.parse(rules.newApplication, input);
   return db.transaction(async (trx) => {
     const at = now();
     const app = await apps.insertApp(trx, {
@@ -132,17 +105,10 @@ export async function createApplication(
   });
 }
 
-/** Loads an application and checks that the actor owns its group; 404 for anyone who may not see it. */
-export async function authorizeApplication(db: Knex, actor: Actor, clientId: string): Promise<apps.AppRow> {
-  const app = await apps.findAppByClientId(db, clientId);
-  if (!app) throw new NotFoundError('no such application');
-  await authorizeGroup(db, actor, app.group_id, 'manage-apps');
-  return app;
-}
-
-export async function updateApplication(db: Knex, actor: Actor, clientId: string, input: unknown): Promise<apps.AppRow> {
-  const app = await authorizeApplication(db, actor, clientId);
-  const data = rules.parse(appChangesSchema, input);
+export async function updateApplication(db: Knex, access: AppAccess, input: unknown): Promise<apps.AppRow> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
+  const data = rules.parse(rules.applicationChanges, input);
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
@@ -158,8 +124,9 @@ export async function updateApplication(db: Knex, actor: Actor, clientId: string
   return { ...app, ...fields, updated_at: at };
 }
 
-export async function generateClientSecret(db: Knex, actor: Actor, clientId: string): Promise<NewSecret> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function generateClientSecret(db: Knex, access: AppAccess): Promise<NewSecret> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
   return db.transaction(async (trx) => {
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
@@ -174,8 +141,9 @@ export async function generateClientSecret(db: Knex, actor: Actor, clientId: str
 }
 
 /** Revokes one secret: from the next request on, on every instance, it no longer authenticates. */
-export async function revokeClientSecret(db: Knex, actor: Actor, clientId: string, secretId: number): Promise<void> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function revokeClientSecret(db: Knex, access: AppAccess, secretId: number): Promise<void> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
   await db.transaction(async (trx) => {
     if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
@@ -187,8 +155,10 @@ export async function revokeClientSecret(db: Knex, actor: Actor, clientId: strin
  * Grants are revoked before and again after the row goes: a code exchanged in between would
  * otherwise leave a token behind; once the row is gone no new one can be issued.
  */
-export async function deleteApplication(db: Knex, provider: Provider, actor: Actor, clientId: string): Promise<void> {
-  const app = await authorizeApplication(db, actor, clientId);
+export async function deleteApplication(db: Knex, provider: Provider, access: AppAccess): Promise<void> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
+  const clientId = app.client_id;
   const revokeAll = async () => {
     for (const grantId of await grantIdsOfClient(db, clientId)) await revokeGrant(provider, grantId);
   };
@@ -199,4 +169,12 @@ export async function deleteApplication(db: Knex, provider: Provider, actor: Act
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
   });
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
+}
+
+/** What the consent page shows of an application: its fields and its group's name; 404 once it is gone. */
+export async function consentSubject(db: Knex, clientId: string): Promise<{ app: apps.AppRow; groupName: string }> {
+  const app = await findApp(db, clientId);
+  if (!app) throw new NotFoundError('this application no longer exists');
+  const group = await findGroupById(db, app.group_id);
+  return { app, groupName: group?.name ?? '' };
 }

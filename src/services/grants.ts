@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { deleteUserGrant, findUserGrant, insertUserGrant, updateUserGrant } from '../db/grants.js';
-import { now } from '../db/time.js';
+import { deleteUserGrant, findUserGrant, insertUserGrant, listUserGrants, updateUserGrant } from '../db/grants.js';
+import { now } from '../time.js';
 import { NotFoundError } from '../errors.js';
 
 /**
@@ -12,6 +12,11 @@ import { NotFoundError } from '../errors.js';
  * Storage first, the row last: if storage fails half-way the application is still listed and
  * the user can simply press Revoke again; never the other way round (a hidden, live grant).
  */
+/** The applications a user has authorized (Account settings → Authorized applications). */
+export function authorizedApplicationsOf(db: Knex, userId: number) {
+  return listUserGrants(db, userId);
+}
+
 export async function revokeUserGrant(db: Knex, provider: Provider, userId: number, clientId: string): Promise<void> {
   const row = await findUserGrant(db, userId, clientId);
   if (!row) throw new NotFoundError('no such authorized application');

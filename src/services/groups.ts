@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { isUniqueViolation } from '../db/knex.js';
-import { now } from '../db/time.js';
-import { recordAudit } from '../db/audit.js';
+import { now } from '../time.js';
+import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
@@ -12,7 +12,7 @@ import * as rules from './rules.js';
 import type { Role } from '../vocabulary.js';
 
 export const newGroupSchema = z.object({
-  name: rules.groupName,
+  name: rules.name,
   path: rules.groupPath,
   description: rules.description,
   visibilityLevel: rules.visibilityLevel.default('private'),
@@ -20,24 +20,84 @@ export const newGroupSchema = z.object({
 export type NewGroup = z.input<typeof newGroupSchema>;
 
 export const groupSettingsSchema = z.object({
-  name: rules.groupName,
+  name: rules.name,
   description: rules.description,
   visibilityLevel: rules.visibilityLevel,
 });
 
-/** Loads a group and the actor's role in it, and checks the policy; 404 when it does not exist. */
-export async function authorizeGroup(
+/** How a route names a group: the API by id, the pages by path. */
+export type GroupRef = { id: number } | { path: string };
+
+/**
+ * A group as an actor reached it through `accessGroup`: the group, their role in it (none for the
+ * admin CLI) and who they are. The services that change a group take this instead of a bare id,
+ * so the group is loaded once per request and checked where it is used.
+ */
+export interface GroupAccess {
+  actor: Actor;
+  group: groups.GroupRow;
+  role: Role | undefined;
+}
+
+/**
+ * What a group an actor is not a member of looks like to them. `hidden`: it does not exist (404)
+ * whatever they ask, as on the API. `forbidden`: it exists, and anything but reading it is
+ * refused (403), as on the site's settings pages, which say "owners only" to everyone.
+ */
+export type Outsiders = 'hidden' | 'forbidden';
+
+export const NO_GROUP = 'no such group, or you are not a member of it';
+
+/**
+ * The one rule of group access, asked by the pages, the API and the CLI alike: the group and
+ * the actor's role are loaded in one query, then the policy decides. A group that does not
+ * exist and one the actor may not see read the same.
+ */
+export async function accessGroup(
   db: Knex,
   actor: Actor,
-  groupId: number,
+  ref: GroupRef,
   action: GroupAction,
-): Promise<{ group: groups.GroupRow; role: Role | undefined }> {
-  const [group, role] = await Promise.all([groups.findGroupById(db, groupId), groups.findRole(db, groupId, actor.userId)]);
-  if (!group) throw new NotFoundError('no such group');
-  if (actor.admin) return { group, role };
-  if (!role && action === 'read') throw new NotFoundError('no such group');
-  if (!canGroup(role, action)) throw new ForbiddenError('only an owner of this group may do this');
-  return { group, role };
+  outsiders: Outsiders = 'hidden',
+): Promise<GroupAccess> {
+  const found = await groups.findGroupAndRole(db, ref, actor.userId);
+  if (!found) throw new NotFoundError(NO_GROUP);
+  const { role, ...group } = found;
+  const access = { actor, group, role: role ?? undefined };
+  requireGroupAction(access, action, outsiders);
+  return access;
+}
+
+/**
+ * The policy on an access already loaded, without a query: the services ask it again for the
+ * action they perform, whatever the route asked for.
+ */
+export function requireGroupAction(access: GroupAccess, action: GroupAction, outsiders: Outsiders = 'hidden'): void {
+  if (access.actor.admin) return;
+  if (!access.role && (action === 'read' || outsiders === 'hidden')) throw new NotFoundError(NO_GROUP);
+  if (!canGroup(access.role, action)) throw new ForbiddenError('only an owner of this group may do this');
+}
+
+/** The groups a user belongs to, with their role in each, a page at a time. */
+export function groupsOfUser(db: Knex, userId: number, page: { limit: number; offset: number; filter?: string }) {
+  return groups.pageGroupsOfUser(db, userId, page);
+}
+
+/** The members of a group the actor may read, by username. */
+export function membersOf(db: Knex, access: GroupAccess): Promise<groups.MemberRow[]> {
+  requireGroupAction(access, 'read');
+  return groups.listMembers(db, access.group.id);
+}
+
+/** The latest events of a group's audit trail (owners only). */
+export function auditLogOf(db: Knex, access: GroupAccess): Promise<AuditRow[]> {
+  requireGroupAction(access, 'read-audit');
+  return listAudit(db, access.group.id);
+}
+
+/** The actor's role in a group as it is now (after a change they made to their own membership). */
+export function currentRole(db: Knex, access: GroupAccess): Promise<Role | undefined> {
+  return groups.findRole(db, access.group.id, access.actor.userId);
 }
 
 /** The creator becomes the group's first owner, in the same transaction. */
@@ -57,23 +117,21 @@ export async function createGroup(db: Knex, actor: Actor, input: NewGroup): Prom
   }
 }
 
-export async function updateGroupSettings(db: Knex, actor: Actor, groupId: number, input: unknown): Promise<void> {
-  await authorizeGroup(db, actor, groupId, 'manage-settings');
+export async function updateGroupSettings(db: Knex, access: GroupAccess, input: unknown): Promise<void> {
+  requireGroupAction(access, 'manage-settings');
+  const { actor, group } = access;
   const data = rules.parse(groupSettingsSchema, input);
   await db.transaction(async (trx) => {
     const at = now();
-    await groups.updateGroup(trx, groupId, { ...data, at });
-    await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'group.update', target: data.name, ip: actor.ip }, at);
+    await groups.updateGroup(trx, group.id, { ...data, at });
+    await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, ip: actor.ip }, at);
   });
 }
 
-export async function addMember(
-  db: Knex,
-  actor: Actor,
-  groupId: number,
-  input: { user: string; role: string },
-): Promise<void> {
-  await authorizeGroup(db, actor, groupId, 'manage-members');
+/** Adds a user (by username or e-mail) to a group; returns who was added. */
+export async function addMember(db: Knex, access: GroupAccess, input: { user: string; role: string }): Promise<{ id: number; username: string }> {
+  requireGroupAction(access, 'manage-members');
+  const { actor, group: { id: groupId } } = access;
   const { role } = rules.parse(z.object({ role: rules.role }), { role: input.role });
   const login = (input.user ?? '').trim();
   if (!login) throw new ValidationError('user', 'user is required');
@@ -89,6 +147,7 @@ export async function addMember(
     if (isUniqueViolation(err)) throw new ConflictError('user', `${user.username} is already a member`);
     throw err;
   }
+  return { id: Number(user.id), username: user.username };
 }
 
 /**
@@ -98,12 +157,12 @@ export async function addMember(
  */
 async function changeMembership(
   db: Knex,
-  actor: Actor,
-  groupId: number,
+  access: GroupAccess,
   userId: number,
   change: { role: Role } | { remove: true },
 ): Promise<void> {
-  await authorizeGroup(db, actor, groupId, 'manage-members');
+  requireGroupAction(access, 'manage-members');
+  const { actor, group: { id: groupId } } = access;
   await db.transaction(async (trx) => {
     const currentRole = await groups.lockMembership(trx, groupId, userId);
     if (!currentRole) throw new NotFoundError('that user is not a member of this group');
@@ -129,19 +188,20 @@ async function changeMembership(
   });
 }
 
-export function changeRole(db: Knex, actor: Actor, groupId: number, userId: number, role: string): Promise<void> {
-  return changeMembership(db, actor, groupId, userId, rules.parse(z.object({ role: rules.role }), { role }));
+export function changeRole(db: Knex, access: GroupAccess, userId: number, role: string): Promise<void> {
+  return changeMembership(db, access, userId, rules.parse(z.object({ role: rules.role }), { role }));
 }
 
-export function removeMember(db: Knex, actor: Actor, groupId: number, userId: number): Promise<void> {
-  return changeMembership(db, actor, groupId, userId, { remove: true });
+export function removeMember(db: Knex, access: GroupAccess, userId: number): Promise<void> {
+  return changeMembership(db, access, userId, { remove: true });
 }
 
-/** A group by its path (how the CLI names groups); 404 naming the path when there is none. */
-export async function requireGroupByPath(db: Knex, path: string, field = 'group'): Promise<groups.GroupRow> {
+/** The admin CLI's access to a group named by its path; 404 naming the path when there is none. */
+export async function adminAccess(db: Knex, actor: Actor, path: string, field = 'group'): Promise<GroupAccess> {
+  if (!actor.admin) throw new Error('adminAccess is the admin CLI\'s; people reach groups through accessGroup');
   const key = path.trim();
   if (!key) throw new ValidationError(field, `${field} is required`);
   const group = await groups.findGroupByPath(db, key);
   if (!group) throw new NotFoundError(`no group "${key}"`);
-  return group;
+  return { actor, group, role: undefined };
 }

@@ -98,6 +98,10 @@ function tooManySignIns(seconds: number): RetryLaterError {
   return new RetryLaterError(429, 'rate_limited', `Too many failed sign-in attempts. Try again ${inWords(seconds)}.`, seconds);
 }
 
+function tooManyMails(seconds: number): RetryLaterError {
+  return new RetryLaterError(429, 'rate_limited', `Too many e-mails were asked for. Try again ${inWords(seconds)}.`, seconds);
+}
+
 export class Limits {
   private readonly signinAccountIp?: { failures: RateLimiterAbstract; strikes: RateLimiterAbstract; points: number };
   private readonly signinIp?: Counter;
@@ -105,6 +109,9 @@ export class Limits {
   private readonly signup?: Counter;
   private readonly clientAuth?: Counter;
   private readonly apiToken?: Counter;
+  private readonly verifyEmail?: Counter;
+  private readonly resetEmail?: Counter;
+  private readonly resetIp?: Counter;
 
   constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:') {
     const store = storeOf(config, db, redis, redisKeyPrefix);
@@ -129,6 +136,9 @@ export class Limits {
     if (limits.signupIp) this.signup = counter('signup-ip', limits.signupIp);
     if (limits.clientAuth) this.clientAuth = counter('client-auth', limits.clientAuth);
     if (limits.apiToken) this.apiToken = counter('api-token', limits.apiToken);
+    if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
+    if (limits.resetEmail) this.resetEmail = counter('reset-email', limits.resetEmail);
+    if (limits.resetIp) this.resetIp = counter('reset-ip', limits.resetIp);
   }
 
   /**
@@ -200,6 +210,27 @@ export class Limits {
   /** The sign-up was refused (a bad field, a taken name): it does not count. */
   async signUpNotMade(ip: string): Promise<void> {
     await this.signup?.limiter.reward(key(ip), 1);
+  }
+
+  /** One more verification mail for an account: a 429 past its limit. */
+  async takeVerificationMail(userId: number): Promise<void> {
+    if (!this.verifyEmail) return;
+    const taken = await consume(this.verifyEmail.limiter, key(`user:${userId}`));
+    if (!taken.allowed) throw tooManyMails(retryAfterS(taken.res));
+  }
+
+  /**
+   * One password-reset request, counted for the address asked about (whether or not an account
+   * has it, so the limit tells nothing about accounts) and for the client's address: a 429 past
+   * either.
+   */
+  async takePasswordReset(email: string, ip: string): Promise<void> {
+    const taken = await Promise.all([
+      this.resetEmail ? consume(this.resetEmail.limiter, key(email.trim().toLowerCase())) : undefined,
+      this.resetIp ? consume(this.resetIp.limiter, key(ip)) : undefined,
+    ]);
+    const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
+    if (refused.length) throw tooManyMails(Math.max(...refused));
   }
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */

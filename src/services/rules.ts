@@ -4,8 +4,11 @@ import { ValidationError } from '../errors.js';
 import { ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
 
 /**
- * Field rules of users, groups and applications, shared by the pages, the API and the CLI so that each
- * field means the same everywhere. Messages name the field and say what it must be.
+ * Input rules: the fields of users, groups and applications, the API's bodies and query strings.
+ * The pages, the API and the CLI parse with them, so that each field means the same everywhere,
+ * and the API's OpenAPI document is generated from them (api/openapi.ts), so that each limit is
+ * written here only. Messages name the field and say what it must be. Record ids and client ids,
+ * which the presenters below this floor share, are in ids.ts.
  */
 export const username = z
   .string({ error: 'username is required' })
@@ -38,7 +41,8 @@ export function passwordIsNotIdentity(user: { username: string; email: string; p
   return pw !== user.username.toLowerCase() && pw !== user.email.toLowerCase();
 }
 
-export const groupName = z
+/** The name of a group, an application or an access token. */
+export const name = z
   .string({ error: 'name is required' })
   .trim()
   .min(1, 'name is required')
@@ -62,6 +66,132 @@ export const visibilityLevel = z.enum(VISIBILITY_LEVELS, {
 });
 
 export const role = z.enum(ROLES, { error: 'role must be owner, maintainer or member' });
+
+// Applications: the bodies of /apis/v2/groups/{id}/oauth-apps and of the Developer pages.
+
+const MAX_URL_LENGTH = 2048;
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function safeUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why `value` cannot be a place people are sent back to (the callback, a sign-out URL), or undefined when it can. */
+function redirectUrlProblem(value: string): string | undefined {
+  const url = safeUrl(value);
+  if (!url) return 'must be an absolute URL';
+  if (value.includes('#')) return 'must not contain a fragment (#…)';
+  const loopbackHttp = url.protocol === 'http:' && LOOPBACK.has(url.hostname);
+  if (url.protocol !== 'https:' && !loopbackHttp) return 'must use https (http only for localhost, 127.0.0.1 or [::1])';
+  return undefined;
+}
+
+const homepageURL = z
+  .string({ error: 'homepageURL is required' })
+  .trim()
+  .max(MAX_URL_LENGTH, `homepageURL must be at most ${MAX_URL_LENGTH} characters`)
+  .refine((v) => {
+    const url = safeUrl(v);
+    return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
+  }, 'homepageURL must be an absolute http(s) URL')
+  .describe('An absolute http(s) URL');
+
+const callbackURL = z
+  .string({ error: 'callbackURL is required' })
+  .trim()
+  .max(MAX_URL_LENGTH, `callbackURL must be at most ${MAX_URL_LENGTH} characters`)
+  .superRefine((v, ctx) => {
+    const problem = redirectUrlProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: `callbackURL ${problem}` });
+  })
+  .describe(
+    'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]. The authorize request\'s redirect_uri must equal it exactly.',
+  );
+
+const MAX_SIGN_OUT_URLS = 10;
+
+/**
+ * Where RP-initiated logout may send a person back to: each URL follows the callback's rules and
+ * is matched exactly (string-equal) against `post_logout_redirect_uri`. A repeated URL counts once.
+ * The length of each is checked with the others (the document states it as the items' maxLength).
+ */
+const signOutRedirectURLs = z
+  .array(z.string().trim().meta({ maxLength: MAX_URL_LENGTH }), { error: 'signOutRedirectURLs must be a list of URLs' })
+  .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
+  .superRefine((urls, ctx) => {
+    urls.forEach((url, i) => {
+      const problem = url.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : redirectUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: `signOutRedirectURLs[${i}] ${problem}` });
+    });
+  })
+  .transform((urls) => [...new Set(urls)])
+  .describe(
+    'Sign-out redirect URLs: where RP-initiated logout (`GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…`) may send a person back to after signing out. Each follows the callback URL\'s rules and is matched exactly; a repeated URL counts once. Default empty; an edit that names the field replaces the whole list.',
+  );
+
+/** A new OAuth application; an unknown field is an error. */
+export const newApplication = z.strictObject({
+  name,
+  homepageURL,
+  description,
+  callbackURL,
+  signOutRedirectURLs: signOutRedirectURLs.default([]),
+});
+
+/**
+ * An edit of an application names only the fields it changes. The defaults of the description ('')
+ * and of the sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would
+ * silently empty it.
+ */
+export const applicationChanges = newApplication
+  .partial()
+  .extend({ description: description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
+
+/** A new client secret takes no options: an empty body, or `{}`. */
+export const newSecret = z.strictObject({});
+
+// Query strings of /apis/v2.
+
+/**
+ * A whole number as a query string or a command line writes it: decimal digits only, so a sign,
+ * a point or an exponent makes it something else.
+ */
+export function wholeNumber(message?: string) {
+  return z.string().regex(/^[0-9]+$/, message).transform(Number);
+}
+
+/** A query parameter: given at most once (twice reads as a list), and an empty value is the same as none. */
+function queryParam<T extends z.ZodType<unknown, string | undefined>>(parameter: string, value: T) {
+  return z
+    .string({ error: `${parameter} must be given at most once` })
+    .optional()
+    .transform((raw) => raw || undefined)
+    .pipe(value);
+}
+
+/** An integer query parameter from 1 to `max`, `fallback` when absent. */
+function countParam(parameter: string, max: number, fallback: number) {
+  const message = `${parameter} must be an integer from 1 to ${max}`;
+  return queryParam(parameter, wholeNumber(message).pipe(z.int(message).min(1, message).max(max, message)).default(fallback));
+}
+
+/** The one pagination of every list. */
+export const pageQuery = z.object({
+  pageNumber: countParam('pageNumber', 1_000_000_000, 1),
+  pageSize: countParam('pageSize', 50, 20),
+});
+
+/** An optional text query parameter of at most `maxLength` characters. */
+export function queryText(parameter: string, maxLength: number) {
+  return queryParam(parameter, z.string().max(maxLength, `${parameter} must be at most ${maxLength} characters`).optional());
+}
+
+/** How long a list's `filter` may be. */
+export const MAX_FILTER_LENGTH = 100;
 
 /** Parses with a schema and throws a ValidationError naming the first bad field. */
 export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {

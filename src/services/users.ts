@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { findUserById, findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
 import { isUniqueViolation } from '../db/knex.js';
-import { now } from '../db/time.js';
+import { isDisabled } from '../policies/site.js';
+import { now } from '../time.js';
 import type { Limits } from './limits.js';
 import { decoyHash, hashPassword, needsRehash, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
@@ -56,11 +57,20 @@ export interface SignInDeps {
   kdf: KdfQueue;
 }
 
+/** The right password for an account an administrator has disabled. */
+export class AccountDisabledError extends AppError {
+  constructor() {
+    super(403, 'account_disabled', 'This account is disabled. Contact the site administrator.');
+  }
+}
+
 /**
  * A password sign-in, on the site or in the authorization flow: the abuse limits first (a 429
  * even for the right password while blocked), then the password in the bounded KDF queue, with
  * the same work whether or not the account exists. A right password made with older hashing
- * parameters (scrypt) is rehashed with today's. Returns the user, or undefined when wrong.
+ * parameters (scrypt) is rehashed with today's. Returns the user, or undefined when wrong; a
+ * disabled account is refused with AccountDisabledError, only once the password was right, so
+ * the refusal tells nothing to someone guessing.
  */
 export async function signIn(deps: SignInDeps, attempt: { login: string; password: string; ip: string }): Promise<UserRow | undefined> {
   const { db, limits, kdf } = deps;
@@ -80,12 +90,24 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
     return undefined;
   }
   await limits.signInSucceeded(counted);
+  if (isDisabled(user)) throw new AccountDisabledError();
   if (needsRehash(user.password_hash)) {
     // Best effort: a busy queue leaves the old hash for the next sign-in.
     const rehashed = await kdf.hash(password).catch(() => undefined);
     if (rehashed) await replacePasswordHash(db, user.id, user.password_hash, rehashed);
   }
   return user;
+}
+
+/** A user by id; undefined once the account is gone. */
+export function userById(db: Knex, id: number): Promise<UserRow | undefined> {
+  return findUserById(db, id);
+}
+
+/** The user a session is signed in as; undefined once the account is gone or while it is disabled. */
+export async function signedInUserById(db: Knex, id: number): Promise<UserRow | undefined> {
+  const user = await findUserById(db, id);
+  return user && !isDisabled(user) ? user : undefined;
 }
 
 export async function requireUserByUsername(db: Knex, username: string, field = 'user'): Promise<UserRow> {

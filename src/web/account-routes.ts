@@ -2,7 +2,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
-import { signIn, signUp } from '../services/users.js';
+import { AccountDisabledError, signIn, signUp } from '../services/users.js';
+import { sendVerificationInBackground } from '../services/verification.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 
@@ -41,6 +42,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
     try {
       const user = await signUp(deps, { ...values, password: form.password ?? '' }, ctx.ip);
+      sendVerificationInBackground(deps, user);
       await deps.sessions.signIn(ctx, user.id);
       ctx.redirect('/groups');
     } catch (err) {
@@ -63,8 +65,9 @@ export function accountRoutes(deps: WebDeps): Router {
 
 /**
  * Runs a password sign-in for a sign-in form (the site's or the authorization flow's) and, when it
- * fails, re-renders that form with the reason: wrong credentials (401), or too many attempts
- * (429) or a busy server (503), both with Retry-After. Returns the user on success.
+ * fails, re-renders that form with the reason: wrong credentials (401), a disabled account (403,
+ * said only after the right password), or too many attempts (429) or a busy server (503), both
+ * with Retry-After. Returns the user on success.
  */
 export async function signInOrExplain(
   ctx: Context,
@@ -77,8 +80,8 @@ export async function signInOrExplain(
     if (user) return user;
     render(ctx, 'login', { ...page, errors: { login: 'Incorrect username, email or password.' } }, 401);
   } catch (err) {
-    if (!(err instanceof RetryLaterError)) throw err;
-    ctx.set('Retry-After', String(err.retryAfterS));
+    if (!(err instanceof RetryLaterError || err instanceof AccountDisabledError)) throw err;
+    if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
     render(ctx, 'login', { ...page, errors: { login: err.message } }, err.status);
   }
   return undefined;

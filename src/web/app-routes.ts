@@ -1,24 +1,31 @@
-import Router, { type RouterContext } from '@koa/router';
+import Router from '@koa/router';
 import type Provider from 'oidc-provider';
-import { findAppByClientId, listSecrets, pageAppsOfGroup, signOutUrlsOf, type AppRow } from '../db/apps.js';
+import type { Context, Next } from 'koa';
+import type { AppRow } from '../db/apps.js';
 import type { GroupRow } from '../db/groups.js';
 import { AppError, ConflictError, NotFoundError } from '../errors.js';
+import { accessOf } from '../http/load-group.js';
 import { parseId } from '../ids.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
 import {
+  applicationOfGroup,
+  applicationsOf,
   createApplication,
   deleteApplication,
   generateClientSecret,
   MAX_ACTIVE_SECRETS,
   revokeClientSecret,
+  secretsOf,
+  signOutUrlsOf,
   updateApplication,
+  type AppAccess,
   type NewSecret,
 } from '../services/apps.js';
 import { formFields, type WebDeps } from './context.js';
-import { loadPageGroup } from './group-routes.js';
+import { pageGroupLoader } from './group-routes.js';
 import { render } from './render.js';
 
-type Ctx = RouterContext;
+type Ctx = Context;
 
 /** An application's fields with the labels people know from GitHub, and the sign-out URLs; the form field names are the API's. */
 const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs'] as const;
@@ -79,26 +86,31 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     return NOTICES[key] ?? null;
   }
 
+  const loadGroup = pageGroupLoader(deps);
+
   /**
-   * The group of the URL (owners only), then the application of the URL, which must belong to
+   * After `ownersOnly` (the group of the URL, for its owners): the application of the URL, which must belong to
    * that group: an application of another group under this group's address is a 404, whoever asks.
    */
-  async function loadApp(ctx: Ctx) {
-    const { actor, group } = await loadPageGroup(db, ctx, 'manage-apps');
-    const clientId = String(ctx.params.clientId ?? '');
-    const app = clientId.length <= 64 ? await findAppByClientId(db, clientId) : undefined;
-    if (!app || Number(app.group_id) !== Number(group.id)) throw new NotFoundError('This group has no application at this address.');
-    return { actor, group, app };
+  const ownersOnly = loadGroup('manage-apps');
+  async function loadApp(ctx: Context, next: Next) {
+    try {
+      ctx.state.access = await applicationOfGroup(db, accessOf(ctx), String(ctx.params.clientId ?? ''));
+    } catch (err) {
+      throw err instanceof NotFoundError ? new NotFoundError('This group has no application at this address.') : err;
+    }
+    await next();
   }
+  const appAccess = (ctx: Ctx) => accessOf<AppAccess>(ctx);
 
   async function renderEdit(
     ctx: Ctx,
-    group: GroupRow,
-    app: AppRow,
+    access: AppAccess,
     extra: { values?: AppForm; errors?: Record<string, string>; newSecret?: NewSecret; problem?: string; flash?: string } = {},
     status = 200,
   ) {
-    const secrets = (await listSecrets(db, app.id)).map(presentSecret);
+    const { group, app } = access;
+    const secrets = (await secretsOf(db, access)).map(presentSecret);
     render(ctx, 'groups/settings/app', {
       title: `${app.name} · Developer · ${group.name}`,
       group,
@@ -134,9 +146,10 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     throw err;
   }
 
-  router.get('/', async (ctx) => {
-    const { group } = await loadPageGroup(db, ctx, 'manage-apps');
-    const { total, items } = await pageAppsOfGroup(db, group.id, { limit: LIST_LIMIT, offset: 0 });
+  router.get('/', ownersOnly, async (ctx) => {
+    const access = accessOf(ctx);
+    const { group } = access;
+    const { total, items } = await applicationsOf(db, access, { limit: LIST_LIMIT, offset: 0 });
     render(ctx, 'groups/settings/developer', {
       title: `Developer · ${group.name}`,
       group,
@@ -148,63 +161,61 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     });
   });
 
-  router.get('/apps/new', async (ctx) => {
-    const { group } = await loadPageGroup(db, ctx, 'manage-apps');
-    renderNew(ctx, group);
+  router.get('/apps/new', ownersOnly, (ctx) => {
+    renderNew(ctx, accessOf(ctx).group);
   });
 
-  router.post('/apps', async (ctx) => {
-    const { actor, group } = await loadPageGroup(db, ctx, 'manage-apps');
+  router.post('/apps', ownersOnly, async (ctx) => {
+    const access = accessOf(ctx);
     const values = appForm(ctx);
     let created: Awaited<ReturnType<typeof createApplication>>;
     try {
-      created = await createApplication(db, actor, group.id, appInput(values));
+      created = await createApplication(db, access, appInput(values));
     } catch (err) {
-      renderNew(ctx, group, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      renderNew(ctx, access.group, { values, errors: fieldErrors(err) }, (err as AppError).status);
       return;
     }
-    await renderEdit(ctx, group, created.app, { newSecret: created.secret, flash: 'Application created.' }, 201);
+    await renderEdit(ctx, { ...access, app: created.app }, { newSecret: created.secret, flash: 'Application created.' }, 201);
   });
 
-  router.get('/apps/:clientId', async (ctx) => {
-    const { group, app } = await loadApp(ctx);
-    await renderEdit(ctx, group, app);
+  router.get('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
+    await renderEdit(ctx, appAccess(ctx));
   });
 
-  router.post('/apps/:clientId', async (ctx) => {
-    const { actor, group, app } = await loadApp(ctx);
+  router.post('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
     const values = appForm(ctx);
     try {
-      await updateApplication(db, actor, app.client_id, appInput(values));
+      await updateApplication(db, access, appInput(values));
     } catch (err) {
-      await renderEdit(ctx, group, app, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      await renderEdit(ctx, access, { values, errors: fieldErrors(err) }, (err as AppError).status);
       return;
     }
-    ctx.redirect(`${appUrl(group, app)}?notice=updated`);
+    ctx.redirect(`${appUrl(access.group, access.app)}?notice=updated`);
   });
 
-  router.post('/apps/:clientId/secrets', async (ctx) => {
-    const { actor, group, app } = await loadApp(ctx);
+  router.post('/apps/:clientId/secrets', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
     let secret: NewSecret;
     try {
-      secret = await generateClientSecret(db, actor, app.client_id);
+      secret = await generateClientSecret(db, access);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
-      await renderEdit(ctx, group, app, { problem: `Could not generate a new client secret: ${err.message}.` }, err.status);
+      await renderEdit(ctx, access, { problem: `Could not generate a new client secret: ${err.message}.` }, err.status);
       return;
     }
-    await renderEdit(ctx, group, app, { newSecret: secret, flash: 'New client secret generated.' }, 201);
+    await renderEdit(ctx, access, { newSecret: secret, flash: 'New client secret generated.' }, 201);
   });
 
-  router.post('/apps/:clientId/secrets/:secretId/revoke', async (ctx) => {
-    const { actor, group, app } = await loadApp(ctx);
-    await revokeClientSecret(db, actor, app.client_id, secretId(ctx));
-    ctx.redirect(`${appUrl(group, app)}?notice=secret-revoked`);
+  router.post('/apps/:clientId/secrets/:secretId/revoke', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
+    await revokeClientSecret(db, access, secretId(ctx));
+    ctx.redirect(`${appUrl(access.group, access.app)}?notice=secret-revoked`);
   });
 
   // Deleting asks first on a page of its own, so a stray click (or a page without scripts) cannot delete.
-  router.get('/apps/:clientId/delete', async (ctx) => {
-    const { group, app } = await loadApp(ctx);
+  router.get('/apps/:clientId/delete', ownersOnly, loadApp, (ctx) => {
+    const { group, app } = appAccess(ctx);
     render(ctx, 'groups/settings/app-delete', {
       title: `Delete ${app.name}? · ${group.name}`,
       group,
@@ -214,10 +225,10 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     });
   });
 
-  router.post('/apps/:clientId/delete', async (ctx) => {
-    const { actor, group, app } = await loadApp(ctx);
-    await deleteApplication(db, provider, actor, app.client_id);
-    ctx.redirect(`${developerUrl(group)}?notice=deleted`);
+  router.post('/apps/:clientId/delete', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
+    await deleteApplication(db, provider, access);
+    ctx.redirect(`${developerUrl(access.group)}?notice=deleted`);
   });
 
   return router;

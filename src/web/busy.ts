@@ -2,8 +2,8 @@ import type { Context, Next } from 'koa';
 import { kdfBusy, type KdfQueue } from '../services/passwords.js';
 import { renderPage } from './render.js';
 
-/** The forms whose submission needs a password hash: the site's sign-in and sign-up, the flow's sign-in. */
-const HASHING_FORMS = /^\/(login|signup|interaction\/[^/]+\/login)$/;
+/** The forms whose submission needs a password hash: the site's sign-in, sign-up and password reset, the flow's sign-in. */
+const HASHING_FORMS = /^\/(login|signup|reset-password|interaction\/[^/]+\/login)$/;
 
 /**
  * While this instance's hashing queue is full, a submitted sign-in or sign-up form is answered

@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type { Config } from '../config.js';
-import { findUserById, type UserRow } from '../db/users.js';
+import type { UserRow } from '../db/users.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
+import type { Logger } from '../log.js';
 import type { Limits } from '../services/limits.js';
+import type { Mailer } from '../services/mail.js';
 import type { KdfQueue } from '../services/passwords.js';
+import { signedInUserById } from '../services/users.js';
 import type { SiteSessions } from './session.js';
 
 /** What every page handler may use. */
@@ -15,13 +18,16 @@ export interface WebDeps {
   sessions: SiteSessions;
   limits: Limits;
   kdf: KdfQueue;
+  mailer: Mailer;
+  /** For work that outlives its request (mail sent in the background). */
+  log: Logger;
 }
 
-/** Loads the signed-in user (if any) into ctx.state.user for every page. */
+/** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */
 export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
-    ctx.state.user = accountId ? await findUserById(deps.db, accountId) : undefined;
+    ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
     ctx.state.signupOpen = deps.config.signup === 'open';
     await next();
   };

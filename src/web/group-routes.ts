@@ -1,21 +1,24 @@
 import Router, { type RouterContext } from '@koa/router';
 import type { Context } from 'koa';
-import type { Knex } from 'knex';
-import { listAudit, type AuditRow } from '../db/audit.js';
-import { findGroupByPath, findRole, listMembers, pageGroupsOfUser, type GroupRow } from '../db/groups.js';
-import { toIso } from '../db/time.js';
+import type { AuditRow } from '../db/audit.js';
+import type { GroupRow } from '../db/groups.js';
+import { toIso } from '../time.js';
 import { AppError, NotFoundError } from '../errors.js';
+import { accessOf, groupLoader } from '../http/load-group.js';
 import { parseId } from '../ids.js';
-import { canGroup, type GroupAction } from '../policies/group.js';
-import type { Actor } from '../services/context.js';
+import { canGroup } from '../policies/group.js';
 import {
   addMember,
-  authorizeGroup,
+  auditLogOf,
   changeRole,
   createGroup,
+  currentRole,
+  groupsOfUser,
+  membersOf,
   newGroupSchema,
   removeMember,
   updateGroupSettings,
+  type GroupAccess,
 } from '../services/groups.js';
 import * as rules from '../services/rules.js';
 import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
@@ -50,7 +53,7 @@ type Ctx = RouterContext;
 export function groupRoutes(deps: WebDeps): Router {
   const { db } = deps;
   const router = new Router();
-  const loadGroup = (ctx: Ctx, action: GroupAction) => loadPageGroup(db, ctx, action);
+  const loadGroup = pageGroupLoader(deps);
 
   function settingsUrl(group: GroupRow, tab = ''): string {
     return `/groups/${encodeURIComponent(group.path)}/settings${tab ? `/${tab}` : ''}`;
@@ -63,7 +66,7 @@ export function groupRoutes(deps: WebDeps): Router {
 
   router.get('/groups', async (ctx) => {
     const user = requireUser(ctx);
-    const { items } = await pageGroupsOfUser(db, user.id, { limit: 200, offset: 0 });
+    const { items } = await groupsOfUser(db, user.id, { limit: 200, offset: 0 });
     render(ctx, 'groups/index', { title: 'Groups', groups: items });
   });
 
@@ -96,9 +99,10 @@ export function groupRoutes(deps: WebDeps): Router {
     }
   });
 
-  router.get('/groups/:path', async (ctx) => {
-    const { group, role } = await loadGroup(ctx, 'read');
-    const members = await listMembers(db, group.id);
+  router.get('/groups/:path', loadGroup('read'), async (ctx) => {
+    const access = accessOf(ctx);
+    const { group, role } = access;
+    const members = await membersOf(db, access);
     render(ctx, 'groups/show', {
       title: group.name,
       group,
@@ -123,17 +127,17 @@ export function groupRoutes(deps: WebDeps): Router {
     }, status);
   }
 
-  router.get('/groups/:path/settings', async (ctx) => {
-    const { group } = await loadGroup(ctx, 'manage-settings');
-    renderGeneral(ctx, group);
+  router.get('/groups/:path/settings', loadGroup('manage-settings'), (ctx) => {
+    renderGeneral(ctx, accessOf(ctx).group);
   });
 
-  router.post('/groups/:path/settings', async (ctx) => {
-    const { actor, group } = await loadGroup(ctx, 'manage-settings');
+  router.post('/groups/:path/settings', loadGroup('manage-settings'), async (ctx) => {
+    const access = accessOf(ctx);
+    const { group } = access;
     const form = formFields(ctx);
     const values = { name: form.name ?? '', description: form.description ?? '', visibilityLevel: form.visibilityLevel ?? '' };
     try {
-      await updateGroupSettings(db, actor, group.id, values);
+      await updateGroupSettings(db, access, values);
       ctx.redirect(`${settingsUrl(group)}?notice=saved`);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
@@ -144,16 +148,16 @@ export function groupRoutes(deps: WebDeps): Router {
   // Settings: Members.
   async function renderMembers(
     ctx: Ctx,
-    group: GroupRow,
-    actor: Actor,
+    access: GroupAccess,
     extra: { values?: Record<string, string>; errors?: Record<string, string>; problem?: string } = {},
     status = 200,
   ) {
+    const { group, actor } = access;
     render(ctx, 'groups/settings/members', {
       title: `Members · ${group.name}`,
       group,
       tab: 'members',
-      members: await listMembers(db, group.id),
+      members: await membersOf(db, access),
       actorId: actor.userId,
       roles: ROLES,
       values: extra.values ?? { role: 'member' },
@@ -163,54 +167,55 @@ export function groupRoutes(deps: WebDeps): Router {
     }, status);
   }
 
-  router.get('/groups/:path/settings/members', async (ctx) => {
-    const { actor, group } = await loadGroup(ctx, 'manage-members');
-    await renderMembers(ctx, group, actor);
+  router.get('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {
+    await renderMembers(ctx, accessOf(ctx));
   });
 
-  router.post('/groups/:path/settings/members', async (ctx) => {
-    const { actor, group } = await loadGroup(ctx, 'manage-members');
+  router.post('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {
+    const access = accessOf(ctx);
     const form = formFields(ctx);
     const values = { user: form.user ?? '', role: form.role ?? '' };
     try {
-      await addMember(db, actor, group.id, values);
-      ctx.redirect(`${settingsUrl(group, 'members')}?notice=added`);
+      await addMember(db, access, values);
+      ctx.redirect(`${settingsUrl(access.group, 'members')}?notice=added`);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
-      await renderMembers(ctx, group, actor, { values, errors: { [err.field]: err.message } }, err.status);
+      await renderMembers(ctx, access, { values, errors: { [err.field]: err.message } }, err.status);
     }
   });
 
   /** Role changes and removals: a refused change (the last-owner rule) is shown on the members page. */
-  async function changeMember(ctx: Ctx, verb: 'change the role of' | 'remove', change: (actor: Actor, groupId: number, userId: number) => Promise<void>) {
-    const { actor, group } = await loadGroup(ctx, 'manage-members');
+  async function changeMember(ctx: Ctx, verb: 'change the role of' | 'remove', change: (access: GroupAccess, userId: number) => Promise<void>) {
+    const access = accessOf(ctx);
+    const { actor, group } = access;
     const userId = memberId(ctx.params.userId);
     try {
-      await change(actor, group.id, userId);
+      await change(access, userId);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
-      const member = (await listMembers(db, group.id)).find((m) => m.user_id === userId);
-      await renderMembers(ctx, group, actor, { problem: `Could not ${verb} ${member?.username ?? 'this member'}: ${err.message}.` }, err.status);
+      const member = (await membersOf(db, access)).find((m) => m.user_id === userId);
+      await renderMembers(ctx, access, { problem: `Could not ${verb} ${member?.username ?? 'this member'}: ${err.message}.` }, err.status);
       return;
     }
     // Whoever just gave up their own ownership can no longer see the settings.
-    if (userId === actor.userId && !canGroup(await findRole(db, group.id, actor.userId), 'manage-members')) {
+    if (userId === actor.userId && !canGroup(await currentRole(db, access), 'manage-members')) {
       ctx.redirect(verb === 'remove' ? '/groups' : `/groups/${encodeURIComponent(group.path)}`);
       return;
     }
     ctx.redirect(`${settingsUrl(group, 'members')}?notice=${verb === 'remove' ? 'removed' : 'role'}`);
   }
 
-  router.post('/groups/:path/settings/members/:userId/role', (ctx) =>
-    changeMember(ctx, 'change the role of', (actor, groupId, userId) => changeRole(db, actor, groupId, userId, formFields(ctx).role ?? '')));
+  router.post('/groups/:path/settings/members/:userId/role', loadGroup('manage-members'), (ctx) =>
+    changeMember(ctx, 'change the role of', (access, userId) => changeRole(db, access, userId, formFields(ctx).role ?? '')));
 
-  router.post('/groups/:path/settings/members/:userId/remove', (ctx) =>
-    changeMember(ctx, 'remove', (actor, groupId, userId) => removeMember(db, actor, groupId, userId)));
+  router.post('/groups/:path/settings/members/:userId/remove', loadGroup('manage-members'), (ctx) =>
+    changeMember(ctx, 'remove', (access, userId) => removeMember(db, access, userId)));
 
   // Settings: Audit log.
-  router.get('/groups/:path/settings/audit', async (ctx) => {
-    const { group } = await loadGroup(ctx, 'read-audit');
-    const events = (await listAudit(db, group.id)).map(presentAuditEvent);
+  router.get('/groups/:path/settings/audit', loadGroup('read-audit'), async (ctx) => {
+    const access = accessOf(ctx);
+    const { group } = access;
+    const events = (await auditLogOf(db, access)).map(presentAuditEvent);
     render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
   });
 
@@ -220,26 +225,21 @@ export function groupRoutes(deps: WebDeps): Router {
 }
 
 /**
- * The group of a page's `:path`, for `action`. Sign-in first (so a signed-out visitor learns
- * nothing about which paths exist), then the group, then the policy. An unknown path and a group
- * the actor cannot see read the same.
+ * `loadGroup(action)` for the pages under `/groups/:path`. Sign-in comes first (a signed-out
+ * visitor learns nothing about which paths exist); an unknown path and a group one cannot see
+ * read the same; a settings page answers 403 to anyone who is not an owner, member or not.
  */
-export async function loadPageGroup(db: Knex, ctx: Ctx, action: GroupAction) {
-  const actor = actorOf(ctx);
-  const path = rules.groupPath.safeParse(ctx.params.path?.toLowerCase());
-  const found = path.success ? await findGroupByPath(db, path.data) : undefined;
-  if (!found) throw groupNotFound();
-  try {
-    const { group, role } = await authorizeGroup(db, actor, found.id, action);
-    return { actor, group, role };
-  } catch (err) {
-    if (err instanceof NotFoundError) throw groupNotFound();
-    throw err;
-  }
-}
-
-function groupNotFound(): NotFoundError {
-  return new NotFoundError('There is no group at this address, or you are not a member of it.');
+export function pageGroupLoader(deps: WebDeps) {
+  return groupLoader({
+    db: deps.db,
+    actorOf,
+    refOf: (ctx) => {
+      const path = rules.groupPath.safeParse(ctx.params.path?.toLowerCase());
+      return path.success ? { path: path.data } : undefined;
+    },
+    outsiders: 'forbidden',
+    notFound: 'There is no group at this address, or you are not a member of it.',
+  });
 }
 
 function memberId(value: string | undefined): number {
@@ -248,7 +248,7 @@ function memberId(value: string | undefined): number {
   return id;
 }
 
-/** An audit row as the page shows it: ISO time, the actor (none: the admin CLI or a deleted user), details as "key: value". */
+/** An audit row as the page shows it: ISO time, the actor ("deleted user", or none: the admin CLI), details as "key: value". */
 function presentAuditEvent(row: AuditRow) {
   let details: Record<string, unknown> = {};
   try {
@@ -260,7 +260,7 @@ function presentAuditEvent(row: AuditRow) {
   return {
     id: row.id,
     at: toIso(row.created_at) ?? '',
-    actor: row.actor_username ?? '—',
+    actor: row.actor_username ?? (row.actor_deleted ? 'deleted user' : '—'),
     action: row.action,
     target: row.target,
     details: Object.entries(details).map(([key, value]) => `${key}: ${String(value)}`).join(', '),

@@ -1,15 +1,21 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
+import type { SessionIndex } from '../services/sessions.js';
 import { TTL } from '../vocabulary.js';
 
 /**
  * The site's sign-in is oidc-provider's own session: signing in on the site means the
  * authorization flow does not ask again, and signing in during a flow signs in on the site.
+ * Every session signed in here is recorded in Account settings → Sessions, and seen again on
+ * each page it reads.
  */
 type StoredSession = InstanceType<Provider['Session']> & { new?: boolean; id: string };
 
 export class SiteSessions {
-  constructor(private readonly provider: Provider, private readonly secure: boolean) {}
+  /** The session a request's cookie names, read from the store once per request. */
+  private readonly read = new WeakMap<Context, Promise<StoredSession | undefined>>();
+
+  constructor(private readonly provider: Provider, private readonly secure: boolean, private readonly index: SessionIndex) {}
 
   private cookies(ctx: Context) {
     return this.provider.createContext(ctx.req, ctx.res).cookies;
@@ -19,20 +25,42 @@ export class SiteSessions {
     return { httpOnly: true, sameSite: 'lax' as const, secure: this.secure, overwrite: true, signed: true };
   }
 
+  private session(ctx: Context): Promise<StoredSession | undefined> {
+    let found = this.read.get(ctx);
+    if (!found) {
+      const name = this.provider.cookieName('session');
+      found = ctx.cookies.get(name) ? (this.provider.Session.get(ctx as never) as Promise<StoredSession>) : Promise.resolve(undefined);
+      this.read.set(ctx, found);
+    }
+    return found;
+  }
+
+  private seen(ctx: Context, session: StoredSession): Promise<void> {
+    return this.index.seen(session, { ip: ctx.ip, userAgent: ctx.get('user-agent') });
+  }
+
   async accountId(ctx: Context): Promise<number | undefined> {
-    const name = this.provider.cookieName('session');
-    if (!ctx.cookies.get(name)) return undefined;
-    const session = await this.provider.Session.get(ctx as never);
-    return session.accountId ? Number(session.accountId) : undefined;
+    const session = await this.session(ctx);
+    if (!session?.accountId) return undefined;
+    await this.seen(ctx, session);
+    return Number(session.accountId);
+  }
+
+  /** The uid of the request's signed-in session (how Account settings → Sessions names it). */
+  async uid(ctx: Context): Promise<string | undefined> {
+    const session = await this.session(ctx);
+    return session?.accountId ? session.uid : undefined;
   }
 
   /** A new session (new id) on every sign-in: no session fixation, no grants of a previous user. */
   async signIn(ctx: Context, userId: number): Promise<void> {
+    this.read.delete(ctx);
     const previous = (await this.provider.Session.get(ctx as never)) as StoredSession;
-    if (!previous.new) await previous.destroy();
+    if (!previous.new) await this.destroy(previous);
     const session = new this.provider.Session() as StoredSession;
     session.loginAccount({ accountId: String(userId) });
     await session.save(TTL.Session);
+    await this.seen(ctx, session);
     this.cookies(ctx).set(this.provider.cookieName('session'), session.id, {
       ...this.cookieOptions,
       maxAge: TTL.Session * 1000,
@@ -40,8 +68,14 @@ export class SiteSessions {
   }
 
   async signOut(ctx: Context): Promise<void> {
+    this.read.delete(ctx);
     const session = (await this.provider.Session.get(ctx as never)) as StoredSession;
-    if (!session.new) await session.destroy();
+    if (!session.new) await this.destroy(session);
     this.cookies(ctx).set(this.provider.cookieName('session'), null, this.cookieOptions);
+  }
+
+  private async destroy(session: StoredSession): Promise<void> {
+    await session.destroy();
+    await this.index.forget(session.uid);
   }
 }

@@ -1,15 +1,13 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { listAccessTokens } from '../db/access-tokens.js';
-import { listUserGrants } from '../db/grants.js';
-import { toIso } from '../db/time.js';
+import { toIso } from '../time.js';
 import { AppError, NotFoundError, ValidationError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
 import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
-import { createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
-import { revokeUserGrant } from '../services/grants.js';
+import { accessTokensOf, createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
+import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { render } from './render.js';
 
@@ -61,7 +59,7 @@ function newTokenInput(form: TokenForm): NewAccessToken {
 /** Which form field a service error belongs to ("scopes.0" is the scopes checkboxes). */
 const FORM_FIELDS: Record<string, string> = { name: 'name', scopes: 'scopes', expiresInDays: 'expiration' };
 
-/** A row of listUserGrants as the Authorized applications page shows it. */
+/** An authorized application as the Authorized applications page shows it. */
 function authorizedApplication(row: Record<string, unknown>) {
   return {
     clientId: String(row.client_id),
@@ -101,7 +99,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     extra: { form?: TokenForm; errors?: Record<string, string>; created?: { token: string; name: string } } = {},
     status = 200,
   ) {
-    const tokens = (await listAccessTokens(db, userId)).map((row) => presentAccessToken(row));
+    const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
     render(ctx, 'account/settings/tokens', {
       title: 'Access tokens · Account settings',
       tab: 'tokens',
@@ -149,7 +147,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/applications', async (ctx) => {
     const user = requireUser(ctx);
-    const grants = await listUserGrants(db, user.id);
+    const grants = await authorizedApplicationsOf(db, user.id);
     render(ctx, 'account/settings/applications', {
       title: 'Authorized applications · Account settings',
       tab: 'applications',

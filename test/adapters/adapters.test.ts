@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
-import { GRANTABLE } from '../../adapters/common.js';
+import { errors, type AdapterPayload } from 'oidc-provider';
+import { GRANTABLE, type StoreAdapter } from '../../adapters/common.js';
 import { createRedisAdapter } from '../../adapters/redis.js';
 import { createSqlAdapter, pruneExpired } from '../../adapters/sql.js';
 import type { Db } from '../../src/db/knex.js';
@@ -11,7 +11,7 @@ import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL } from '../helpers/db.
 
 /** A storage under test: its adapter, and what the contract must see of it from outside. */
 interface Storage {
-  adapter: (model: string) => Adapter;
+  adapter: (model: string) => StoreAdapter;
   /** Every key and value stored, as one string. */
   dump(): Promise<string>;
   /** An entry's stored expiry in ms since the epoch, null when it has none. */
@@ -189,6 +189,26 @@ function contract(storage: () => Storage) {
     expect(await adapter('Session').find(id)).to.equal(undefined);
     expect(await adapter('Session').findByUid(payload.uid!)).to.equal(undefined);
     expect(await storage().dump()).not.to.include(payload.uid!);
+  });
+
+  it('destroys a session by its uid, with its uid index, and leaves other sessions alone', async () => {
+    const { id, payload } = await saved('Session', { uid: newId() });
+    const other = await saved('Session', { uid: newId() });
+    await adapter('Session').destroyByUid(payload.uid!);
+    expect(await adapter('Session').find(id)).to.equal(undefined);
+    expect(await adapter('Session').findByUid(payload.uid!)).to.equal(undefined);
+    expect(await storage().dump()).not.to.include(payload.uid!).and.not.include(digest(id));
+    expect(await adapter('Session').find(other.id)).to.deep.equal(other.payload);
+  });
+
+  it('destroys nothing by a uid no session has, nor by the uid a re-saved session left', async () => {
+    const { id, payload } = await saved('Session', { uid: newId() });
+    const moved = { ...payload, uid: newId() };
+    await adapter('Session').upsert(id, moved, 60);
+    await adapter('Session').destroyByUid(newId());
+    await adapter('Session').destroyByUid(payload.uid!);
+    expect(await adapter('Session').find(id)).to.deep.equal(moved);
+    expect(await adapter('Session').findByUid(moved.uid)).to.deep.equal(withoutJti(moved));
   });
 
   it('finds a session by uid, without jti', async () => {

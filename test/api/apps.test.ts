@@ -5,7 +5,7 @@ import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { call, escapeRegExp, expectApiError, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
-import { CALLBACK, makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { authorize, oauthTokens, tokenRequest } from '../helpers/oauth.js';
 
 const VALID = { name: 'Deploy Bot', homepageURL: 'https://deploy.example.test', description: 'Ships things', callbackURL: CALLBACK };
@@ -39,7 +39,7 @@ describeEachProfile('API: OAuth applications', (profile) => {
 
   async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<{ user: TestUser; token: string }> {
     const user = await makeUser(idp.db);
-    await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
     return { user, token: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'] }) };
   }
 
@@ -473,7 +473,7 @@ describeEachProfile('API: OAuth applications', (profile) => {
       const app = await created(token, group.id);
       const { user: other } = await join(group, owner, 'owner');
       expect((await api(token, 'GET', `/oauth-apps/${app.clientID}`)).status).to.equal(200);
-      await changeRole(idp.db, { userId: other.id, ip: null }, group.id, owner.id, 'maintainer');
+      await changeRole(idp.db, await groupAccess(idp.db, other.id, group.id), owner.id, 'maintainer');
       expectApiError(await api(token, 'GET', `/oauth-apps/${app.clientID}`), 403, 'forbidden');
       expectApiError(await api(token, 'DELETE', `/oauth-apps/${app.clientID}`), 403, 'forbidden');
       expectApiError(await api(token, 'POST', `/groups/${group.id}/oauth-apps`, VALID), 403, 'forbidden');

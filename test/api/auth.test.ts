@@ -4,7 +4,7 @@ import { generateToken, BASE62 } from '../../src/tokens.js';
 import { call, escapeRegExp, expectApiError, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, type Browser, type Page } from '../helpers/browser.js';
-import { makeClient, makeGroup, makeUser, personalToken, type Client, type TestUser } from '../helpers/factories.js';
+import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { formAction } from '../helpers/html.js';
 import { oauthTokens, refresh, withClockAhead } from '../helpers/oauth.js';
 
@@ -162,7 +162,7 @@ describeEachProfile('API bearer authentication', (profile) => {
         const owner = await newUser();
         const member = await newUser();
         const group = await makeGroup(idp.db, owner.id);
-        await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: member.username, role: 'member' });
+        await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: member.username, role: 'member' });
         const token = kind === 'ho_' ? (await oauthTokens(idp.url, client, member)).accessToken : await personalToken(idp.db, member.id);
 
         const before = await call(idp, `/apis/v2/groups/${group.id}`, { token });
@@ -170,7 +170,7 @@ describeEachProfile('API bearer authentication', (profile) => {
         expect(before.body.data).to.include({ id: group.id, role: 'member' });
         expect((await call(idp, '/apis/v2/groups', { token })).body.data.items.map((g: { id: number }) => g.id)).to.include(group.id);
 
-        await removeMember(idp.db, { userId: owner.id, ip: null }, group.id, member.id);
+        await removeMember(idp.db, await groupAccess(idp.db, owner.id, group.id), member.id);
 
         expectApiError(await call(idp, `/apis/v2/groups/${group.id}`, { token }), 404, 'not_found');
         const list = await call(idp, '/apis/v2/groups', { token });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { addMember } from '../../src/services/groups.js';
 import { call, expectApiError } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { makeClient, makeGroup, makeUser, personalToken, type Client, type TestUser } from '../helpers/factories.js';
+import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
 
 describeEachProfile('API endpoints', (profile) => {
@@ -54,7 +54,7 @@ describeEachProfile('API endpoints', (profile) => {
     it('returns a group of the user with its fields and the user’s role', async () => {
       const owner = await makeUser(idp.db);
       const group = await makeGroup(idp.db, owner.id, { name: 'Research' });
-      await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'maintainer' });
+      await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role: 'maintainer' });
       const res = await call(idp, `/apis/v2/groups/${group.id}`, { token: pat });
       expect(res.status, res.text).to.equal(200);
       expect(Object.keys(res.body)).to.deep.equal(['data']);

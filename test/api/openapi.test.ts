@@ -6,7 +6,7 @@ import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
 import { call, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { makeApp, makeClient, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
+import { appAccess, groupAccess, makeApp, makeClient, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
 
 // ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
@@ -145,11 +145,11 @@ describeEachProfile('API OpenAPI document', (profile) => {
       const user = await makeUser(db);
       const owner = await makeUser(db);
       const group = await makeGroup(db, owner.id, { name: 'Described' });
-      await addMember(db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+      await addMember(db, await groupAccess(db, owner.id, group.id), { user: user.username, role: 'member' });
       await makeGroup(db, user.id);
       const foreign = await makeGroup(db, owner.id);
       const full = await makeApp(db, owner.id, foreign.id, { name: 'Two secrets' });
-      await generateClientSecret(db, { userId: owner.id, ip: null }, full.clientId);
+      await generateClientSecret(db, await appAccess(db, owner.id, full.clientId));
       const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
       fixture = {
         pat: await personalToken(idp.db, user.id),
@@ -228,6 +228,26 @@ describeEachProfile('API OpenAPI document', (profile) => {
         expectDocumented(c.method, c.template, res);
       });
     }
+
+    it('states the limits the API enforces on its parameters', async () => {
+      const limitOf = (template: string, name: string) => doc.paths[template].get.parameters.find((p: Json) => p.name === name).schema;
+      const status = async (path: string) => (await call(idp, `/apis/v2${path}`, { token: fixture.pat })).status;
+      const pageNumber = limitOf('/groups', 'pageNumber');
+      const pageSize = limitOf('/groups', 'pageSize');
+      const filter = limitOf('/groups', 'filter');
+      const id = limitOf('/groups/{id}', 'id');
+      expect(await status(`/groups?pageNumber=${pageNumber.maximum}`)).to.equal(200);
+      expect(await status(`/groups?pageNumber=${pageNumber.maximum + 1}`)).to.equal(400);
+      expect(await status(`/groups?pageSize=${pageSize.maximum}`)).to.equal(200);
+      expect(await status(`/groups?pageSize=${pageSize.maximum + 1}`)).to.equal(400);
+      expect(await status(`/groups?pageSize=${pageSize.minimum - 1}`)).to.equal(400);
+      expect(await status(`/groups?filter=${'f'.repeat(filter.maxLength)}`)).to.equal(200);
+      expect(await status(`/groups?filter=${'f'.repeat(filter.maxLength + 1)}`)).to.equal(400);
+      expect(await status(`/groups/${id.maximum}`), 'the largest id is a valid one, of no group').to.equal(404);
+      expect(await status(`/groups/${id.maximum + 1}`)).to.equal(400);
+      const page = (await call(idp, '/apis/v2/groups', { token: fixture.pat })).body;
+      expect(page).to.include({ pageNumber: pageNumber.default, pageSize: pageSize.default });
+    });
 
     it('covers a success (200, 201 or 204) of every documented operation', () => {
       for (const [template, operations] of Object.entries(doc.paths as Json)) {

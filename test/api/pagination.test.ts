@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { now } from '../../src/db/time.js';
+import { now } from '../../src/time.js';
 import { call, expectApiError } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { makeGroup, makeUser, personalToken } from '../helpers/factories.js';

@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { findAccessTokenByDigest } from '../../src/db/access-tokens.js';
 import { createDb } from '../../src/db/knex.js';
@@ -11,52 +9,11 @@ import { migrationSource } from '../../src/db/migrations/index.js';
 import { findUserByUsername } from '../../src/db/users.js';
 import { verifyPassword } from '../../src/services/passwords.js';
 import { describeEachProfile, useDatabase } from '../helpers/app.js';
+import { idp, json, refusal } from '../helpers/cli.js';
 import { makeGroup, makeUser } from '../helpers/factories.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECRET_SHAPE = /^hs_[0-9A-Za-z]{36}$/;
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI in a child process against `url`, with `stdin` piped in. */
-function idp(url: string, args: string[], stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: url },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {}); // the CLI may exit before reading what we pipe
-    child.stdin.end(stdin);
-  });
-}
-
-/** A successful `--json` run: exit 0, nothing on stderr, one JSON object on stdout. */
-function json(run: Run): Record<string, unknown> {
-  expect(run.stderr, 'stderr').to.equal('');
-  expect(run.code, 'exit code').to.equal(0);
-  expect(run.stdout.trimEnd().split('\n'), 'stdout lines').to.have.length(1);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-}
-
-/** A refused run: exit 2, nothing on stdout, exactly one `idp: …` line on stderr, returned. */
-function refusal(run: Run): string {
-  expect(run.stdout, 'stdout').to.equal('');
-  expect(run.code, `exit code (stderr: ${run.stderr})`).to.equal(2);
-  expect(run.stderr).to.match(/^idp: [^\n]+\n$/);
-  return run.stderr.trimEnd();
-}
 
 const unique = () => randomBytes(4).toString('hex');
 
@@ -208,6 +165,9 @@ describeEachProfile('idp CLI', (profile) => {
     const user = await makeUser(t.db);
     expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
     expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '1e2']))).to.equal(
+      'idp: --expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)',
+    );
     expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
   });
 

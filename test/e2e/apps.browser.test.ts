@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 import { launchChromium, signInThroughPage } from './support.js';
 
 /** A tiny third-party server: its /callback answers a short page and records (in `received`) the first request there. */
@@ -109,7 +109,7 @@ describeEachProfile('OAuth applications in a real browser', function (profile) {
     const owner = await makeUser(idp.db);
     const member = await makeUser(idp.db);
     const group = await makeGroup(idp.db, owner.id, { name: 'Shared Group' });
-    await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: member.username, role: 'member' });
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: member.username, role: 'member' });
 
     await signInThroughPage(page, idp.url, member);
     await page.getByRole('link', { name: 'Shared Group' }).click();

@@ -11,6 +11,15 @@ describeEachProfile('honest discovery', (profile) => {
     doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
   });
 
+  it('serves the same metadata at the RFC 8414 address', async () => {
+    const res = await fetch(`${server.url}/.well-known/oauth-authorization-server`);
+    expect(res.status).to.equal(200);
+    const metadata = (await res.json()) as Record<string, unknown>;
+    expect(metadata.issuer).to.equal(server.url);
+    expect(metadata.token_endpoint).to.equal(doc.token_endpoint);
+    expect(metadata.authorization_endpoint).to.equal(doc.authorization_endpoint);
+  });
+
   it('does not advertise DPoP', () => {
     expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
   });

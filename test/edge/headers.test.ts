@@ -17,10 +17,14 @@ function directives(csp: string | null): Map<string, string[]> {
   return map;
 }
 
-/** Every template under views/, for the static checks. */
+/**
+ * Every page template under views/, for the static checks. Mail templates (views/mail/) are not
+ * pages: no CSP applies to them, and mail programs honour only inline styles.
+ */
 function viewFiles(dir = join(process.cwd(), 'views')): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
+    if (path === join(process.cwd(), 'views', 'mail')) return [];
     return statSync(path).isDirectory() ? viewFiles(path) : name.endsWith('.ejs') ? [path] : [];
   });
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { createAccessToken, type NewAccessToken } from '../../src/services/access-tokens.js';
-import { createApplication } from '../../src/services/apps.js';
-import { createGroup } from '../../src/services/groups.js';
+import { accessApplication, createApplication, type AppAccess } from '../../src/services/apps.js';
+import { accessGroup, createGroup, type GroupAccess } from '../../src/services/groups.js';
 import { createUser } from '../../src/services/users.js';
 
 /** Factories build a record and whatever it needs, through the real services. */
@@ -25,8 +25,13 @@ export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: s
   return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
 }
 
-export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string } = {}) {
-  const { app, secret } = await createApplication(db, { userId: ownerId, ip: null }, groupId, {
+export async function makeApp(
+  db: Knex,
+  ownerId: number,
+  groupId: number,
+  overrides: { callbackURL?: string; name?: string } = {},
+) {
+  const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
     description: 'An application for tests',
@@ -49,4 +54,14 @@ export type Client = Awaited<ReturnType<typeof makeClient>>;
 export async function personalToken(db: Knex, userId: number, input: Partial<NewAccessToken> = {}): Promise<string> {
   const { token } = await createAccessToken(db, userId, { name: 'test token', scopes: ['groups:read-only'], expiresInDays: 30, ...input });
   return token;
+}
+
+/** A user's access to a group, as a route's loadGroup step hands it to the services (which check the action). */
+export function groupAccess(db: Knex, userId: number, groupId: number): Promise<GroupAccess> {
+  return accessGroup(db, { userId, ip: null }, { id: groupId }, 'read');
+}
+
+/** A user's access to an application of a group they own. */
+export function appAccess(db: Knex, userId: number, clientId: string): Promise<AppAccess> {
+  return accessApplication(db, { userId, ip: null }, clientId);
 }

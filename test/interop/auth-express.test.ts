@@ -5,7 +5,7 @@ import express from 'express';
 import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
-import { makeClient, makeUser, type TestUser } from '../helpers/factories.js';
+import { appAccess, makeClient, makeUser, type TestUser } from '../helpers/factories.js';
 import { callbackOf, passProvider } from '../helpers/oauth.js';
 
 /**
@@ -38,7 +38,7 @@ describeEachProfile('Auth.js (@auth/express) against the provider', function (pr
     site = await listen();
     user = await makeUser(server.db, { name: 'Ada Lovelace' });
     const app = await makeClient(server.db, { user, redirectUri: `${site.url}/auth/callback/horizon` });
-    await updateApplication(server.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [`${site.url}/`] });
+    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [`${site.url}/`] });
     site.server.on('request', authJsSite(server.url, app.clientId, app.clientSecret));
   });
   after(() => site?.close());

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
 import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, freePort, useIdp, waitFor } from '../helpers/app.js';
-import { makeClient, makeUser, type TestUser } from '../helpers/factories.js';
+import { appAccess, makeClient, makeUser, type TestUser } from '../helpers/factories.js';
 import { CHROMIUM, launchChromium } from '../e2e/support.js';
 
 /**
@@ -147,7 +147,7 @@ describeEachProfile('mod_auth_openidc in Apache against the provider', function 
     const port = await freePort();
     const { redirectUri, signedOutUrl } = relyingPartyUrls(port);
     const app = await makeClient(server.db, { user, redirectUri });
-    await updateApplication(server.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [signedOutUrl] });
+    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [signedOutUrl] });
     apache = await startApache(port, { issuer: server.url, clientId: app.clientId, clientSecret: app.clientSecret });
     browser = await launchChromium();
   });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
-import { makeApp, makeClient, makeGroup, type Client, type TestUser } from '../helpers/factories.js';
+import { appAccess, type Client, makeApp, makeClient, makeGroup, type TestUser } from '../helpers/factories.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
 const LOGOUT = '/login/oauth/logout';
@@ -31,7 +31,7 @@ describeEachProfile(`RP-initiated logout at ${LOGOUT}`, (profile) => {
   before(async () => {
     client = await makeClient(server.db);
     user = client.user;
-    await updateApplication(server.db, { userId: user.id, ip: null }, client.clientId, { signOutRedirectURLs: [SIGNED_OUT_URL] });
+    await updateApplication(server.db, await appAccess(server.db, user.id, client.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
   });
 
   const signedIn = () => signIn(server.url, user);
@@ -124,7 +124,7 @@ describeEachProfile(`RP-initiated logout at ${LOGOUT}`, (profile) => {
     const browser = await signedIn();
     const url = logoutUrl({ client_id: app.clientId, post_logout_redirect_uri: SIGNED_OUT_URL });
     expect((await browser.get(url)).status).to.equal(400);
-    await updateApplication(server.db, { userId: user.id, ip: null }, app.clientId, { signOutRedirectURLs: [SIGNED_OUT_URL] });
+    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
     expect((await browser.get(url)).status).to.equal(200);
   });
 

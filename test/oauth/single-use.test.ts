@@ -3,7 +3,7 @@ import { deleteApplication } from '../../src/services/apps.js';
 import { call, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
-import { makeClient, type Client } from '../helpers/factories.js';
+import { appAccess, type Client, makeClient } from '../helpers/factories.js';
 import { formAction } from '../helpers/html.js';
 import { authorize, authorizeUrl, basicAuth, callbackOf, tokenRequest } from '../helpers/oauth.js';
 
@@ -122,7 +122,7 @@ describeEachProfile('single use and one grant per application', (profile) => {
     const code = (await authorize(new Browser(idp.url), fixture, fixture.user)).searchParams.get('code')!;
     const tokens = await redeem(idp, fixture, code);
     expect(await apiStatus(idp, String(tokens.body.access_token))).to.equal(200);
-    await deleteApplication(idp.db, idp.idp.provider, { userId: fixture.user.id, ip: null }, fixture.clientId);
+    await deleteApplication(idp.db, idp.idp.provider, await appAccess(idp.db, fixture.user.id, fixture.clientId));
     expect(await apiStatus(idp, String(tokens.body.access_token))).to.equal(401);
     expect((await refresh(idp, fixture, String(tokens.body.refresh_token))).status).to.be.oneOf([400, 401]);
   });

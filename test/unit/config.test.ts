@@ -34,8 +34,13 @@ describe('loadConfig', () => {
         signupIp: { points: 10, durationS: 3600 },
         clientAuth: { points: 10, durationS: 60 },
         apiToken: { points: 5000, durationS: 3600 },
+        verifyEmail: { points: 5, durationS: 3600 },
+        resetEmail: { points: 3, durationS: 3600 },
+        resetIp: { points: 20, durationS: 3600 },
       },
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
+      mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
+      requireVerifiedEmail: false,
     });
   });
 
@@ -50,6 +55,17 @@ describe('loadConfig', () => {
     const err = configError({ KEYS_SECRET: 'hunter2-too-short' });
     expect(err.message).to.match(/^KEYS_SECRET="\*\*\*" is invalid/);
     expect(err.message).to.not.include('hunter2');
+  });
+
+  it('never echoes the password of an SMTP_URL it refuses', () => {
+    const err = configError({ SMTP_URL: 'smtpx://mailer:hunter2@mail.example.com' });
+    expect(err.message).to.match(/^SMTP_URL=/);
+    expect(err.message).to.not.include('hunter2');
+  });
+
+  it('sends mail from MAIL_FROM, else from no-reply at the issuer\'s host', () => {
+    expect(loadConfig({ ISSUER: 'https://id.example.com' }).mail.from).to.equal('Horizon ID <no-reply@id.example.com>');
+    expect(loadConfig({ MAIL_FROM: 'IdP <idp@example.org>' }).mail.from).to.equal('IdP <idp@example.org>');
   });
 
   it('derives the default issuer from PORT', () => {
@@ -101,6 +117,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_SIGNIN_IP', { RATE_LIMIT_SIGNIN_IP: '50' }],
     ['RATE_LIMIT_API_TOKEN', { RATE_LIMIT_API_TOKEN: '0/1h' }],
     ['KDF_CONCURRENCY', { KDF_CONCURRENCY: '0' }],
+    ['SMTP_URL', { SMTP_URL: 'mail.example.com:587' }],
+    ['SMTP_URL', { SMTP_URL: 'http://mail.example.com' }],
+    ['REQUIRE_VERIFIED_EMAIL', { REQUIRE_VERIFIED_EMAIL: 'yes' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {

@@ -6,7 +6,7 @@ import { addMember, changeRole, createGroup, removeMember } from '../../src/serv
 import { createUser } from '../../src/services/users.js';
 import { describeEachProfile, useDatabase } from '../helpers/app.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
 
 const as = (userId: number): Actor => ({ userId, ip: null });
 
@@ -113,7 +113,7 @@ describeEachProfile('group and user services', (profile) => {
     it('keeps a sole owner from demoting themselves', async () => {
       const alice = await makeUser(t.db);
       const group = await makeGroup(t.db, alice.id);
-      const err = await rejection(changeRole(t.db, as(alice.id), group.id, alice.id, 'member'));
+      const err = await rejection(changeRole(t.db, await groupAccess(t.db, alice.id, group.id), alice.id, 'member'));
       expect(err).to.be.instanceOf(ConflictError).and.include({ field: 'role' });
       expect(await findRole(t.db, group.id, alice.id)).to.equal('owner');
     });
@@ -121,7 +121,7 @@ describeEachProfile('group and user services', (profile) => {
     it('keeps a sole owner from removing themselves', async () => {
       const alice = await makeUser(t.db);
       const group = await makeGroup(t.db, alice.id);
-      const err = await rejection(removeMember(t.db, as(alice.id), group.id, alice.id));
+      const err = await rejection(removeMember(t.db, await groupAccess(t.db, alice.id, group.id), alice.id));
       expect(err).to.be.instanceOf(ConflictError);
       expect(await findRole(t.db, group.id, alice.id)).to.equal('owner');
     });
@@ -130,8 +130,8 @@ describeEachProfile('group and user services', (profile) => {
       const alice = await makeUser(t.db);
       const bob = await makeUser(t.db);
       const group = await makeGroup(t.db, alice.id);
-      await addMember(t.db, as(alice.id), group.id, { user: bob.username, role: 'owner' });
-      await changeRole(t.db, as(bob.id), group.id, alice.id, 'member');
+      await addMember(t.db, await groupAccess(t.db, alice.id, group.id), { user: bob.username, role: 'owner' });
+      await changeRole(t.db, await groupAccess(t.db, bob.id, group.id), alice.id, 'member');
       expect(await findRole(t.db, group.id, alice.id)).to.equal('member');
       expect(await countOwners(t.db, group.id)).to.equal(1);
     });
@@ -140,10 +140,12 @@ describeEachProfile('group and user services', (profile) => {
       const alice = await makeUser(t.db);
       const bob = await makeUser(t.db);
       const group = await makeGroup(t.db, alice.id);
-      await addMember(t.db, as(alice.id), group.id, { user: bob.username, role: 'owner' });
+      await addMember(t.db, await groupAccess(t.db, alice.id, group.id), { user: bob.username, role: 'owner' });
+      // Both requests have passed their access check (both are owners) before either changes anything.
+      const [asAlice, asBob] = await Promise.all([groupAccess(t.db, alice.id, group.id), groupAccess(t.db, bob.id, group.id)]);
       const results = await Promise.allSettled([
-        changeRole(t.db, as(alice.id), group.id, bob.id, 'member'),
-        changeRole(t.db, as(bob.id), group.id, alice.id, 'member'),
+        changeRole(t.db, asAlice, bob.id, 'member'),
+        changeRole(t.db, asBob, alice.id, 'member'),
       ]);
       expect(await countOwners(t.db, group.id)).to.equal(1);
       expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
@@ -155,7 +157,7 @@ describeEachProfile('group and user services', (profile) => {
       const alice = await makeUser(t.db);
       const bob = await makeUser(t.db);
       const group = await makeGroup(t.db, alice.id);
-      const err = await rejection(addMember(t.db, as(alice.id), group.id, { user: bob.username, role: 'boss' }));
+      const err = await rejection(addMember(t.db, await groupAccess(t.db, alice.id, group.id), { user: bob.username, role: 'boss' }));
       expect(err).to.be.instanceOf(ValidationError);
       expect(err.message).to.match(/^role must be/);
       expect(await findRole(t.db, group.id, bob.id)).to.equal(undefined);

@@ -7,7 +7,7 @@ import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { CALLBACK, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
@@ -57,7 +57,7 @@ describeEachProfile('OAuth application pages', (profile) => {
 
   async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
     const user = await makeUser(idp.db);
-    await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
     return user;
   }
 
@@ -445,7 +445,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       const { owner, group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
       const other = await join(group, owner, 'owner');
-      await changeRole(idp.db, { userId: other.id, ip: null }, group.id, owner.id, 'maintainer');
+      await changeRole(idp.db, await groupAccess(idp.db, other.id, group.id), owner.id, 'maintainer');
       await client.get(developer(group)).expect(403);
       await client.get(appPage(group, app.clientId)).expect(403);
       await client.submit(`${appPage(group, app.clientId)}/delete`, {}).expect(403);

@@ -4,7 +4,7 @@ import { findRole, type GroupRow } from '../../src/db/groups.js';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { groupAccess, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
@@ -23,7 +23,7 @@ describeEachProfile('groups pages', (profile) => {
 
   async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
     const user = await makeUser(idp.db);
-    await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role });
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
     return user;
   }
 
@@ -434,7 +434,7 @@ describeEachProfile('groups pages', (profile) => {
     it('renders a member’s name containing a script tag escaped', async () => {
       const { owner, group, client } = await groupWithOwner();
       const user = await makeUser(idp.db, { name: SCRIPT });
-      await addMember(idp.db, { userId: owner.id, ip: null }, group.id, { user: user.username, role: 'member' });
+      await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role: 'member' });
       for (const url of [`/groups/${group.path}`, `/groups/${group.path}/settings/members`]) {
         const res = await client.get(url).expect(200);
         expect(res.text, url).not.to.include(SCRIPT);

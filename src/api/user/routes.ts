@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Knex } from 'knex';
-import { findUserById } from '../../db/users.js';
+import { userById } from '../../services/users.js';
 import { BearerError } from '../errors.js';
 import { presentUser } from '../../presenters/user.js';
 import { authOf, requireScope } from '../auth.js';
@@ -10,7 +10,7 @@ export function userApi(deps: { db: Knex; realm: string }): Router {
 
   router.get('/user', requireScope('any', deps.realm), async (ctx) => {
     const auth = authOf(ctx);
-    const user = await findUserById(deps.db, auth.userId);
+    const user = await userById(deps.db, auth.userId);
     if (!user) {
       throw new BearerError(401, 'invalid_token', 'the token\'s user no longer exists', `Bearer realm="${deps.realm}", error="invalid_token"`);
     }

@@ -2,6 +2,9 @@ import type { Knex } from 'knex';
 import * as initial from './0001_initial.js';
 import * as rateLimits from './0003_rate_limits.js';
 import * as signOutUrls from './0004_sign_out_urls.js';
+import * as accountLinks from './0005_account_links.js';
+import * as sessions from './0006_sessions.js';
+import * as admin from './0007_admin.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -16,6 +19,9 @@ const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0003_rate_limits': rateLimits,
   '0004_sign_out_urls': signOutUrls,
+  '0005_account_links': accountLinks,
+  '0006_sessions': sessions,
+  '0007_admin': admin,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

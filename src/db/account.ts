@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+
+/** A group the user is the only owner of. */
+export interface OwnedGroup {
+  id: number;
+  name: string;
+  path: string;
+}
+
+/**
+ * A new name and e-mail address. A changed address is not verified (`emailChanged`); only the
+ * same address in other letter case keeps its verification. False when the account is gone.
+ */
+export async function updateUserProfile(
+  db: Knex,
+  id: number,
+  profile: { name: string; email: string; emailChanged: boolean; at: string },
+): Promise<boolean> {
+  const changes = {
+    name: profile.name,
+    email: profile.email,
+    email_key: profile.email.toLowerCase(),
+    updated_at: profile.at,
+    ...(profile.emailChanged ? { email_verified_at: null } : {}),
+  };
+  return (await db('users').where({ id }).update(changes)) === 1;
+}
+
+/** Whether another account has this e-mail address (in any letter case). */
+export async function emailTakenByOther(db: Knex, id: number, email: string): Promise<boolean> {
+  return Boolean(await db('users').where({ email_key: email.toLowerCase() }).whereNot({ id }).first('id'));
+}
+
+/** The groups that have this user as their one owner, by name. */
+export function groupsOwnedOnlyBy(db: Knex, userId: number): Promise<OwnedGroup[]> {
+  return db('groups as g')
+    .join('memberships as m', 'm.group_id', 'g.id')
+    .where({ 'm.user_id': userId, 'm.role': 'owner' })
+    .whereNotExists((q) => {
+      q.select(db.raw('1')).from('memberships as o').whereRaw('o.group_id = g.id').where('o.role', 'owner').whereNot('o.user_id', userId);
+    })
+    .select('g.id', 'g.name', 'g.path')
+    .orderBy('g.name');
+}
+
+/** Locks the rows of the groups this user owns until the transaction ends (owner changes wait). */
+export async function lockOwnedGroups(trx: Knex.Transaction, userId: number): Promise<void> {
+  await trx('groups').whereIn('id', trx('memberships').where({ user_id: userId, role: 'owner' }).select('group_id')).forUpdate().select('id');
+}
+
+/**
+ * Deletes the account. Its audit events stay, marked as a deleted user's; its memberships,
+ * personal access tokens, listed grants and session rows go with it (foreign keys cascade).
+ */
+export async function deleteUserKeepingAudit(trx: Knex.Transaction, id: number): Promise<void> {
+  await trx('audit_events').where({ actor_id: id }).update({ actor_deleted: true });
+  await trx('users').where({ id }).del();
+}

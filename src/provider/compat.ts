@@ -1,0 +1,149 @@
+import type { Context, Next } from 'koa';
+import { DEFAULT_SCOPE, knownScopes, splitScopes } from '../vocabulary.js';
+import { FORM, parsedForm, setParsedForm, type FormParams } from './forms.js';
+
+/**
+ * The requests the service takes and the answers it gives as the service it replaces did, where
+ * oidc-provider by itself would differ; clients written for that service rely on each. Several are
+ * GitHub's OAuth habits, which that service kept. Every one is a step around the library's routes
+ * (`provider.use`); createProvider sets the order they run in.
+ */
+
+type Query = Record<string, string | string[] | undefined>;
+
+/**
+ * Authorize without `scope` or `response_type`, or with scopes separated by commas.
+ * The README's first request carries neither parameter, and clients written for GitHub send
+ * `scope=groups:read-only,openid`. No scope means groups:read-only; response_type defaults to
+ * `code`, the only one there is; commas become the spaces RFC 6749 specifies. The library serves
+ * authorize over GET only, and reads the query once this step has rewritten it.
+ */
+export function authorizeQueryDefaults(authorizationPath: string) {
+  return async function defaultAuthorizeQuery(ctx: Context, next: Next): Promise<void> {
+    if (ctx.path === authorizationPath && ctx.method === 'GET') {
+      const query = authorizeQuery(ctx.query);
+      if (query) ctx.query = query;
+    }
+    await next();
+  };
+}
+
+/**
+ * The authorize request's query as the library should read it (see authorizeQueryDefaults). A
+ * repeated parameter is left for the library to refuse. Returns undefined when the query needs
+ * no change.
+ */
+function authorizeQuery(query: Query): Query | undefined {
+  const { scope, response_type } = query;
+  const normalScope = typeof scope === 'string' ? splitScopes(scope).join(' ') : scope;
+  const changes: Query = {};
+  if (!normalScope) changes.scope = DEFAULT_SCOPE;
+  else if (normalScope !== scope) changes.scope = normalScope;
+  if (!response_type) changes.response_type = 'code';
+  return Object.keys(changes).length ? { ...query, ...changes } : undefined;
+}
+
+/**
+ * The server's metadata at `/.well-known/oauth-authorization-server` (RFC 8414) as well as at
+ * `/.well-known/openid-configuration`, the only address the library serves it at: OAuth clients
+ * that are not OpenID Connect clients look for it there.
+ */
+export async function oauthMetadataAddress(ctx: Context, next: Next): Promise<void> {
+  if (ctx.path === '/.well-known/oauth-authorization-server') ctx.path = '/.well-known/openid-configuration';
+  await next();
+}
+
+/**
+ * The library answers GET authorize requests (and their resumption after sign-in and consent)
+ * with 303 See Other; this service sends clients back with 302 Found, as GitHub does.
+ */
+export async function authorizeRedirectsAs302(ctx: Context, next: Next): Promise<void> {
+  await next();
+  const route = (ctx as { oidc?: { route?: string } }).oidc?.route;
+  if (ctx.status === 303 && ctx.method === 'GET' && (route === 'authorization' || route === 'resume')) ctx.status = 302;
+}
+
+/**
+ * The token request with its parameters in the query string, as GitHub's OAuth documentation
+ * shows it and as the README's `curl -X POST "…/access_token?client_id=…&code=…"` sends it: often
+ * with no body, so with neither Content-Type nor Content-Length. Such a POST is taken as an empty
+ * form (without a length the library would see no body at all), which readFormBodies then reads;
+ * tokenParametersInQuery merges the query into it.
+ */
+export function tokenRequestWithoutBody(tokenPath: string) {
+  return async function bodilessTokenRequestAsForm(ctx: Context, next: Next): Promise<void> {
+    if (ctx.method === 'POST' && ctx.path === tokenPath && !ctx.get('content-type')) {
+      ctx.req.headers['content-type'] = FORM;
+      if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
+        ctx.req.headers['content-length'] = '0';
+      }
+    }
+    await next();
+  };
+}
+
+/**
+ * After readFormBodies, the token request's query string joins its form (the query passed the
+ * edge's control-character check, as every request's does). A parameter given in both places
+ * with the same value counts once; with different values it is a duplicate, which the library
+ * rejects as `invalid_request`. `grant_type` defaults to `authorization_code`, which GitHub-style
+ * clients leave out, and a refresh request's scope keeps only the scopes this service knows
+ * (see refreshScope).
+ */
+export function tokenParametersInQuery(tokenPath: string) {
+  return async function mergeTokenQueryIntoForm(ctx: Context, next: Next): Promise<void> {
+    const form = ctx.path === tokenPath ? parsedForm(ctx) : undefined;
+    if (form) {
+      const params = mergeParams(form, ctx.query as FormParams);
+      params.grant_type ??= 'authorization_code';
+      refreshScope(params);
+      setParsedForm(ctx, params);
+    }
+    await next();
+  };
+}
+
+function mergeParams(body: FormParams, query: FormParams): FormParams {
+  const merged: FormParams = { ...body };
+  for (const [key, value] of Object.entries(query)) {
+    const existing = merged[key];
+    if (existing === undefined || existing === '' || existing === value) merged[key] = value;
+    else merged[key] = ([] as string[]).concat(existing, value ?? []);
+  }
+  return merged;
+}
+
+/**
+ * The library refuses a refresh whose `scope` names anything the refresh token lacks
+ * (lib/actions/grants/refresh_token.js), unknown scopes included; authorize drops those. Here
+ * they are dropped before the library reads the request, as authorize does: `offline_access`
+ * (oidc-agent sends it on every refresh) and any other unknown scope no longer fail a refresh,
+ * while a known scope beyond the grant still reaches the library's check and is refused with
+ * `invalid_scope`. No known scope left means no `scope`: the refresh token's own scopes.
+ */
+function refreshScope(params: FormParams): void {
+  if (params.grant_type !== 'refresh_token' || typeof params.scope !== 'string') return;
+  const scope = knownScopes(params.scope);
+  if (scope === undefined) delete params.scope;
+  else params.scope = scope;
+}
+
+/**
+ * The token response carries `expire_in` (a string, which the first clients of this service read)
+ * beside RFC 6749's `expires_in`, and `token_type` in their lower case, `bearer`.
+ */
+export async function tokenResponseWithExpireIn(ctx: Context, next: Next): Promise<void> {
+  await next();
+  if ((ctx as { oidc?: { route?: string } }).oidc?.route !== 'token' || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
+  const { access_token, token_type, expires_in, scope, refresh_token, id_token, ...rest } = ctx.body as Record<string, unknown>;
+  ctx.body = {
+    access_token,
+    token_type: typeof token_type === 'string' && token_type.toLowerCase() === 'bearer' ? 'bearer' : token_type,
+    scope,
+    expire_in: String(expires_in),
+    expires_in,
+    ...(refresh_token ? { refresh_token } : {}),
+    ...(id_token ? { id_token } : {}),
+    ...rest,
+  };
+}

@@ -1,0 +1,215 @@
+import type { Knex } from 'knex';
+import { errors, interactionPolicy, type Adapter, type Configuration, type ErrorOut, type Grant, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Config } from '../config.js';
+import { cookieNames } from '../cookie-names.js';
+import { findUserGrant } from '../db/grants.js';
+import { SCOPES, TTL } from '../vocabulary.js';
+import { findAccount, type IdpAccount } from './accounts.js';
+import { createClientAdapter } from './clients.js';
+import { withAccountCheck } from './interaction-policy.js';
+import type { ProviderKeys } from './keys.js';
+import type { ProviderPages } from './pages.js';
+
+/** The provider's endpoints, at the addresses the service's clients are configured with. */
+export const ROUTES = {
+  authorization: '/login/oauth/authorize',
+  token: '/login/oauth/access_token',
+  revocation: '/login/oauth/revoke',
+  introspection: '/login/oauth/introspect',
+  userinfo: '/login/oauth/userinfo',
+  jwks: '/login/oauth/jwks',
+  end_session: '/login/oauth/logout',
+} as const;
+
+/** The provider's routes a browser navigates to: their errors are pages, every other route's are JSON. */
+const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success']);
+
+export interface ConfigurationDeps {
+  config: Config;
+  db: Knex;
+  keys: ProviderKeys;
+  /** Storage of every model but Client. */
+  modelAdapter: (name: string) => Adapter;
+  pages: ProviderPages;
+}
+
+/** Every oidc-provider option this service sets; the library's defaults hold for the rest. */
+export function providerConfiguration(deps: ConfigurationDeps): Configuration {
+  const { config, db, keys, pages } = deps;
+  const clientAdapter = createClientAdapter(db);
+  const secure = config.issuer.startsWith('https://');
+  // Signed, httpOnly, sent on top-level navigations from other sites (the client's redirect back), Secure under https.
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true, signed: true };
+
+  return {
+    // Clients are the oauth_apps table (clients.ts); every other model goes to SQL or Redis.
+    adapter: ((name: string) => (name === 'Client' ? clientAdapter : deps.modelAdapter(name))) as unknown as Configuration['adapter'],
+    // No static clients: applications are registered by groups' owners and read through the adapter.
+    clients: [],
+    // Accounts are rows of the users table (accounts.ts).
+    findAccount: (_ctx, sub) => findAccount(db, sub),
+    // The claims each OpenID Connect scope releases, in the ID token and at userinfo alike.
+    claims: {
+      openid: ['sub'],
+      profile: ['preferred_username', 'name'],
+      email: ['email', 'email_verified'],
+    },
+    // The service's scopes and no others: unknown ones are dropped from requests.
+    scopes: Object.keys(SCOPES),
+    // The ID token carries every claim the granted scopes allow, not only `sub`: clients such as
+    // Auth.js build their user from the ID token alone, as Keycloak and most providers allow.
+    conformIdTokenClaims: false,
+    // The authorization code flow only.
+    responseTypes: ['code'],
+    routes: ROUTES,
+    // Lifetimes of codes, tokens, sessions and grants (vocabulary.ts).
+    ttl: TTL,
+    // A client proves itself with its secret, in HTTP Basic or in the form; nothing else.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    // What every application is (the adapter says the same of each): code flow with refresh tokens,
+    // its secret in HTTP Basic by default, ID tokens signed with RS256.
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'RS256',
+    },
+    // The adapter's own fields on each client: its active secrets' digests (read by
+    // compareClientSecret, token-formats.ts) and its group; made by the adapter, so not validated.
+    extraClientMetadata: {
+      properties: ['secret_digests', 'group_id'],
+      validator() {},
+    },
+    features: {
+      // Sign-in and consent are the service's own pages (interactions/).
+      devInteractions: { enabled: false },
+      // A client may revoke its own tokens, and no other client's.
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      // A client may introspect its own tokens, and no other client's.
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      // GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…&id_token_hint=…: the person
+      // confirms, is signed out, and returns to one of the application's sign-out redirect URLs.
+      // Both pages are the site's own (pages.ts).
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: pages.logoutSource,
+        postLogoutSuccessSource: pages.postLogoutSuccessSource,
+      },
+      // On by default in v9 and so advertised in discovery, but our API does not verify DPoP
+      // proofs (a DPoP-bound token would pass as a plain bearer) and nothing here needs PAR:
+      // off, and not advertised, until each works end to end.
+      dPoP: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      // Userinfo serves the claims of the granted OpenID Connect scopes.
+      userinfo: { enabled: true },
+    },
+    // Tokens of a third-party server outlive the browser session that created them.
+    expiresWithSession: async () => false,
+    // A refresh token with every authorization code exchange, without asking for offline_access.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // Rotated on every use; presenting a rotated-out one revokes the grant (the library's reuse detection).
+    rotateRefreshToken: true,
+    // Every authorize request names its redirect_uri, even when the application has only one.
+    allowOmittingSingleRegisteredRedirectUri: false,
+    // PKCE is honoured when sent, never demanded: every client is confidential and proves itself with its secret.
+    pkce: { required: () => false },
+    // `state` is required, except alongside a PKCE challenge.
+    extraParams: { state: requireStateWithoutPkce },
+    // The grant a new authorization reuses: one per user and application, whichever browser it was given in.
+    loadExistingGrant: (ctx) => loadExistingGrant(db, ctx),
+    // Sign-in and consent happen at /interaction/:uid (interactions/).
+    interactions: {
+      url: async (_ctx, interaction) => `/interaction/${interaction.uid}`,
+      // A session whose account is gone or disabled asks for a sign-in again.
+      policy: withAccountCheck(interactionsPolicy(config.requireVerifiedEmail)),
+    },
+    cookies: {
+      // The keys every instance shares (keys.ts), so any instance reads another's cookies.
+      keys: keys.cookieKeys,
+      long: cookieOptions,
+      short: cookieOptions,
+      // The service's names (prefixed under https), which the site's pages read too.
+      names: (({ session, interaction, resume }) => ({ session, interaction, resume }))(cookieNames(secure)),
+    },
+    // The signing keys stored in the database, the same on every instance (keys.ts).
+    jwks: keys.jwks as Configuration['jwks'],
+    // RS256 wherever the provider signs; request objects (a feature left off) would also take PS256 and ES256.
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256'],
+      userinfoSigningAlgValues: ['RS256'],
+      introspectionSigningAlgValues: ['RS256'],
+      authorizationSigningAlgValues: ['RS256'],
+      requestObjectSigningAlgValues: ['RS256', 'PS256', 'ES256'],
+    },
+    // Errors are the site's error page on the routes a browser visits, JSON on every other.
+    renderError: (ctx, out) => renderError(pages, ctx, out),
+  };
+}
+
+/**
+ * oidc-provider's prompts; with REQUIRE_VERIFIED_EMAIL, an account whose address is not verified
+ * always meets the consent step (where the page refuses it), even with a grant that would skip it.
+ */
+function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Prompt[] {
+  const policy = interactionPolicy.base();
+  if (requireVerifiedEmail) {
+    policy.get('consent')!.checks.add(
+      new interactionPolicy.Check('email_not_verified', 'the e-mail address of the account is not verified', 'interaction_required', (ctx) => {
+        const account = ctx.oidc.account as IdpAccount | undefined;
+        return account !== undefined && !account.emailVerified;
+      }),
+    );
+  }
+  return policy;
+}
+
+/**
+ * Checked after the redirect_uri is trusted, so a missing state is redirected back as an error.
+ * A request with a PKCE challenge may leave state out: the challenge already binds the code to
+ * the browser that started the flow (RFC 9700 §2.1), and clients such as Auth.js rely on it by
+ * default and send no state.
+ */
+async function requireStateWithoutPkce(ctx: KoaContextWithOIDC, value: string | undefined): Promise<void> {
+  if (ctx.oidc.route === 'authorization' && !value && !ctx.oidc.params?.code_challenge) {
+    throw new errors.InvalidRequest("missing required parameter 'state'");
+  }
+}
+
+/**
+ * The library's lookup (this flow's consent, else the session's grant for the client), then the
+ * account's grant for the client in the user_grants table, so a person who consented in one
+ * browser is not asked again in another. A grant of another account (say, the same browser signed
+ * in as someone else) or of another client is never reused.
+ */
+async function loadExistingGrant(db: Knex, ctx: KoaContextWithOIDC): Promise<Grant | undefined> {
+  const { oidc } = ctx;
+  const clientId = oidc.client!.clientId;
+  let grantId = oidc.result?.consent?.grantId ?? oidc.session?.grantIdFor(clientId);
+  const accountId = oidc.session?.accountId;
+  if (!grantId && accountId) {
+    grantId = (await findUserGrant(db, Number(accountId), clientId))?.grant_id;
+  }
+  if (!grantId) return undefined;
+  const grant = await oidc.provider.Grant.find(grantId);
+  return grant && grant.accountId === accountId && grant.clientId === clientId ? grant : undefined;
+}
+
+/**
+ * The library renders a page whenever the request prefers HTML; only the browser-facing routes
+ * may answer with one. The token, introspection, revocation, userinfo… endpoints stay JSON.
+ */
+async function renderError(pages: ProviderPages, ctx: KoaContextWithOIDC, out: ErrorOut): Promise<void> {
+  if (!PAGE_ROUTES.has(ctx.oidc?.route ?? '')) {
+    ctx.type = 'json';
+    ctx.body = out; // what the library itself answers a JSON client
+    return;
+  }
+  const status = ctx.status >= 400 ? ctx.status : 400;
+  await pages.error(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
+}

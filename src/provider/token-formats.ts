@@ -1,0 +1,59 @@
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { generateToken } from '../tokens.js';
+import { hashedSecretComparison } from './clients.js';
+
+/**
+ * The values the provider hands out and takes in, in the service's formats (tokens.ts: a prefix,
+ * 30 base62 characters and a CRC32 checksum) instead of the library's nanoids:
+ * access tokens `ho_…`, refresh tokens `hr_…`, and client secrets `hs_…`, compared by digest.
+ *
+ * No documented option sets a token's value: `formats.bitsOfOpaqueRandomness` sets only its
+ * length, `formats.customizers` shapes JWT access tokens only, `extraTokenClaims` adds to what
+ * is stored, and the adapter is given the id once it is made. Nor does one replace how a client's
+ * secret is compared. So each model's method is replaced on its prototype (the classes are the
+ * provider's own, made per instance). Checked against oidc-provider 9.13.3; each replacement names
+ * the library's method it stands in for, which a later version may move or change.
+ */
+export function applyTokenFormats(provider: Provider, deps: { db: Knex; onError: (err: unknown) => void }): void {
+  accessTokensAsHo(provider);
+  refreshTokensAsHr(provider);
+  clientSecretsByDigest(provider, deps.db, deps.onError);
+}
+
+interface TokenPrototype {
+  generateTokenId(this: { format?: string }): string;
+}
+
+/**
+ * Stands in for oidc-provider/lib/models/access_token.js#generateTokenId, which calls
+ * lib/models/formats/index.js#generateTokenId: that one records the format on the token
+ * (`opaque` unless a resource server asks for `jwt`) and returns
+ * lib/models/formats/opaque.js#generateTokenId, a nanoid. Here the format is always `opaque`
+ * (getValueAndPayload reads it) and the value is `ho_…`.
+ */
+function accessTokensAsHo(provider: Provider): void {
+  const prototype = provider.AccessToken.prototype as unknown as TokenPrototype;
+  prototype.generateTokenId = function generateAccessTokenId() {
+    this.format = 'opaque';
+    return generateToken('ho_');
+  };
+}
+
+/**
+ * Stands in for the method RefreshToken inherits, oidc-provider/lib/models/base_model.js#generateTokenId,
+ * which returns lib/models/formats/opaque.js#generateTokenId, a nanoid. The value is `hr_…`.
+ */
+function refreshTokensAsHr(provider: Provider): void {
+  (provider.RefreshToken.prototype as unknown as TokenPrototype).generateTokenId = () => generateToken('hr_');
+}
+
+/**
+ * Stands in for oidc-provider/lib/models/client.js#compareClientSecret (a constant-time
+ * comparison with the client's plain `client_secret`, called by lib/shared/client_auth.js for
+ * client_secret_basic and client_secret_post): no plain secret is stored, so the presented
+ * `hs_…` secret is compared by digest with the client's `secret_digests` (clients.ts).
+ */
+function clientSecretsByDigest(provider: Provider, db: Knex, onError: (err: unknown) => void): void {
+  (provider.Client.prototype as unknown as { compareClientSecret: unknown }).compareClientSecret = hashedSecretComparison(db, onError);
+}

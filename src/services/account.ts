@@ -1,0 +1,129 @@
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { z } from 'zod';
+import { deleteUserKeepingAudit, emailTakenByOther, groupsOwnedOnlyBy, lockOwnedGroups, updateUserProfile, type OwnedGroup } from '../db/account.js';
+import { listUserGrants } from '../db/grants.js';
+import { isUniqueViolation } from '../db/knex.js';
+import { replacePasswordHash, type UserRow } from '../db/users.js';
+import { AppError, ConflictError, ValidationError } from '../errors.js';
+import { now } from '../time.js';
+import { revokeGrant } from './grants.js';
+import * as rules from './rules.js';
+import { signOutEverywhere } from './sessions.js';
+import { signIn, type SignInDeps } from './users.js';
+import { sendVerificationInBackground, type MailDeps } from './verification.js';
+
+/**
+ * What a signed-in person changes about their own account (Account settings → Profile,
+ * Password, Delete account). Every change that a stolen session must not be able to make on its
+ * own asks for the current password, checked as a sign-in is: the same limits count a wrong one.
+ */
+
+/** The current password field is wrong; counted against the account's sign-in limits. */
+const WRONG_PASSWORD = 'The current password is incorrect.';
+
+/**
+ * Checks the account's current password as the sign-in forms do (limits first, then the hash in
+ * the bounded queue); a ValidationError on `field` when it is wrong. A 429 or 503 passes through.
+ */
+async function confirmPassword(deps: SignInDeps, user: UserRow, password: string, ip: string, field: string): Promise<void> {
+  if (!password) throw new ValidationError(field, 'Enter your current password.');
+  const confirmed = await signIn(deps, { login: user.username, password, ip });
+  if (confirmed?.id !== user.id) throw new ValidationError(field, WRONG_PASSWORD);
+}
+
+const profileSchema = z.object({ name: rules.personName, email: rules.email });
+
+export interface ProfileChange {
+  name: string;
+  email: string;
+  /** Needed only when the e-mail address changes. */
+  currentPassword: string;
+}
+
+/**
+ * Saves a new name and e-mail address. A new address needs the current password, is not
+ * verified any more, and gets a verification link (sent in the background: the page does not
+ * wait on the mail server). Returns whether the address changed.
+ */
+export async function updateProfile(deps: SignInDeps & MailDeps, user: UserRow, change: ProfileChange, ip: string): Promise<{ emailChanged: boolean }> {
+  const profile = rules.parse(profileSchema, { name: change.name, email: change.email });
+  const emailChanged = profile.email.toLowerCase() !== user.email.toLowerCase();
+  if (profile.email !== user.email) {
+    if (await emailTakenByOther(deps.db, user.id, profile.email)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
+    await confirmPassword(deps, user, change.currentPassword, ip, 'current_password');
+  }
+  await updateUserProfile(deps.db, user.id, { ...profile, emailChanged, at: now() }).catch((err: unknown) => {
+    // Two accounts taking one address at once: the unique index decides.
+    if (isUniqueViolation(err)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
+    throw err;
+  });
+  if (emailChanged) sendVerificationInBackground(deps, { ...user, email: profile.email });
+  return { emailChanged };
+}
+
+export interface PasswordChange {
+  currentPassword: string;
+  password: string;
+  confirmation: string;
+}
+
+const newPasswordSchema = z
+  .object({ username: z.string(), email: z.string(), password: rules.password })
+  .refine(rules.passwordIsNotIdentity, { path: ['password'], message: 'password must not be your username or email' });
+
+/**
+ * Changes the password: the new one must pass the password rules and be typed twice alike, the
+ * current one must be right; then every other session of the account is signed out (the one
+ * that asked, `currentSessionUid`, stays signed in).
+ */
+export async function changePassword(
+  deps: SignInDeps & { provider: Provider },
+  user: UserRow,
+  change: PasswordChange,
+  context: { ip: string; currentSessionUid?: string },
+): Promise<void> {
+  rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: change.password });
+  if (change.confirmation !== change.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
+  await confirmPassword(deps, user, change.currentPassword, context.ip, 'current_password');
+  const hash = await deps.kdf.hash(change.password);
+  // Only over the hash that was just checked: a password changed meanwhile (another tab, a reset) wins.
+  if (!(await replacePasswordHash(deps.db, user.id, user.password_hash, hash))) {
+    throw new ValidationError('current_password', 'Your password was changed meanwhile. Reload the page and try again.');
+  }
+  await signOutEverywhere(deps, user.id, { except: context.currentSessionUid });
+}
+
+/** Deleting the account is refused while it is the one owner of these groups (409). */
+export class LastOwnerError extends AppError {
+  constructor(readonly groups: OwnedGroup[]) {
+    super(409, 'last_owner', `You are the only owner of ${groups.map((g) => g.name).join(', ')}. Make someone else an owner, or delete the group, first.`);
+  }
+}
+
+/** The groups whose one owner this user is: deleting the account is refused while there are any. */
+export function groupsOnlyOwnedBy(db: Knex, userId: number): Promise<OwnedGroup[]> {
+  return groupsOwnedOnlyBy(db, userId);
+}
+
+/**
+ * Deletes the account, after its password: every session (signed out on every instance), every
+ * grant with its codes and OAuth tokens, every personal access token, then the user. The audit
+ * trails keep the account's events, their actor shown as a deleted user. Refused (LastOwnerError)
+ * while the account is the one owner of a group; the check is made again, with the groups'
+ * rows locked, in the transaction that deletes, so a concurrent demotion cannot leave a group
+ * without an owner.
+ */
+export async function deleteAccount(deps: SignInDeps & { provider: Provider }, user: UserRow, password: string, ip: string): Promise<void> {
+  await confirmPassword(deps, user, password, ip, 'password');
+  const owned = await groupsOwnedOnlyBy(deps.db, user.id);
+  if (owned.length) throw new LastOwnerError(owned);
+  await signOutEverywhere(deps, user.id);
+  for (const grant of await listUserGrants(deps.db, user.id)) await revokeGrant(deps.provider, String(grant.grant_id));
+  await deps.db.transaction(async (trx) => {
+    await lockOwnedGroups(trx, user.id);
+    const stillOwned = await groupsOwnedOnlyBy(trx, user.id);
+    if (stillOwned.length) throw new LastOwnerError(stillOwned);
+    await deleteUserKeepingAudit(trx, user.id);
+  });
+}

@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { userIsActive } from '../db/admin.js';
+import { appExists } from '../db/apps.js';
+import { touchUserGrant } from '../db/grants.js';
+import { lastUseRecorder } from '../last-use.js';
+import { now } from '../time.js';
+
+/** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
+export interface TokenOwner {
+  userId: number;
+  scopes: Set<string>;
+  kind: 'oauth' | 'personal';
+  clientId?: string;
+}
+
+/**
+ * The lookups behind the API's bearer authentication. `ho_` tokens are found through
+ * oidc-provider's own AccessToken model, so expiry, revocation and grant revocation count exactly
+ * as the authorization server sees them; `ha_` tokens by digest in their table. Each records its
+ * last use (an application's grant, or the personal token) at most once a minute. A disabled
+ * account's tokens are refused whatever their state.
+ */
+export function bearerTokens(deps: { db: Knex; provider: Provider }) {
+  const recordUse = lastUseRecorder();
+
+  return {
+    async oauth(value: string): Promise<TokenOwner | undefined> {
+      const token = await deps.provider.AccessToken.find(value);
+      // find() allows oidc-provider's clockTolerance (15 s) past `exp`, a slack meant for other
+      // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
+      // already drops it then, Redis would keep it 15 s longer).
+      if (!token || !token.accountId || !token.clientId || token.isExpired) return undefined;
+      const grantId = token.grantId;
+      if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
+      return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
+    },
+
+    async personal(tokenDigest: string): Promise<TokenOwner | undefined> {
+      const row = await findBearerTokenByDigest(deps.db, tokenDigest);
+      if (!row || row.disabled_at) return undefined;
+      if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
+      recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
+      return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
+    },
+
+    /** Whether an OAuth token's user may still use it: the account exists and is not disabled. */
+    accountActive(userId: number): Promise<boolean> {
+      return userIsActive(deps.db, userId);
+    },
+
+    /** Whether the application an OAuth token was issued to still exists. */
+    applicationExists(clientId: string): Promise<boolean> {
+      return appExists(deps.db, clientId);
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import type { Knex } from 'knex';
+import { z } from 'zod';
+import { findUserById, findUserByLogin, setPasswordHash, type UserRow } from '../db/users.js';
+import { ValidationError } from '../errors.js';
+import { now } from '../time.js';
+import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
+import type { Limits } from './limits.js';
+import type { KdfQueue } from './passwords.js';
+import { signOutEverywhere, type SessionDeps } from './sessions.js';
+import * as rules from './rules.js';
+import type { MailDeps } from './verification.js';
+
+const addressSchema = z.object({ email: rules.email });
+
+/**
+ * "Forgot password?": after the limits (per address asked about and per client address), the
+ * lookup and the mail happen in the background, so the answer, and the time it takes, are the
+ * same whether or not an account has this address.
+ */
+export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, input: { email: string; ip: string }): Promise<void> {
+  const { email } = rules.parse(addressSchema, { email: input.email });
+  await deps.limits.takePasswordReset(email, input.ip);
+  mailResetLink(deps, email).catch((err: unknown) => deps.log.error({ err }, 'password reset mail not sent'));
+}
+
+async function mailResetLink(deps: MailDeps, email: string): Promise<void> {
+  const user = await findUserByLogin(deps.db, email);
+  if (user) await sendPasswordReset(deps, user);
+}
+
+/** Mails `user` a password-reset link (1 h, single use); also for an administrator sending one. */
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }): Promise<void> {
+  const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user);
+  await deps.mailer.send({
+    to: user.email,
+    subject: 'Reset your password',
+    template: 'reset-password',
+    data: { link, username: user.username },
+  });
+}
+
+/** The account a reset link is for, while the link can still be used (LinkRefusedError otherwise). */
+export async function resetTarget(db: Knex, token: unknown): Promise<UserRow> {
+  const link = await usableLink(db, 'reset-password', token);
+  const user = await findUserById(db, link.user_id);
+  if (!user) throw new LinkRefusedError('reset-password', 'unknown');
+  return user;
+}
+
+const newPasswordSchema = z
+  .object({ username: z.string(), email: z.string(), password: rules.password })
+  .refine(rules.passwordIsNotIdentity, { path: ['password'], message: 'password must not be your username or email' });
+
+/**
+ * Sets a new password through a reset link: the password rules, the two entries equal, the hash
+ * in the bounded queue, then the link used (exactly once among any number of concurrent tries)
+ * and the hash stored together. The account's other reset links stop working, and every session
+ * of the account is signed out (whoever knew the old password is signed out with it). Returns
+ * the account.
+ */
+export async function resetPassword(
+  deps: SessionDeps & { kdf: KdfQueue },
+  input: { token: unknown; password: string; confirmation: string },
+): Promise<UserRow> {
+  const user = await resetTarget(deps.db, input.token);
+  rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: input.password });
+  if (input.confirmation !== input.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
+  const hash = await deps.kdf.hash(input.password);
+  await deps.db.transaction(async (trx) => {
+    await useLink(trx, 'reset-password', input.token);
+    await setPasswordHash(trx, user.id, hash, now());
+    await retireLinks(trx, user.id, 'reset-password');
+  });
+  await signOutEverywhere(deps, user.id);
+  return user;
+}

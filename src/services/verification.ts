@@ -1,0 +1,72 @@
+import type { Knex } from 'knex';
+import { markEmailUnverified, markEmailVerified } from '../db/users.js';
+import { UnavailableError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { now } from '../time.js';
+import { issueLink, useLink } from './account-links.js';
+import type { Limits } from './limits.js';
+import type { Mailer } from './mail.js';
+
+/** What sending an account's mail needs: the database, the mailer, and the issuer every link starts with. */
+export interface MailDeps {
+  db: Knex;
+  config: { issuer: string };
+  mailer: Mailer;
+  log: Logger;
+}
+
+interface Recipient {
+  id: number;
+  username: string;
+  email: string;
+}
+
+/**
+ * The account's address is not verified any more (it is new, or was just changed), and a link
+ * proving it (24 h, single use) goes to it. Called on sign-up and on an e-mail change.
+ */
+export async function sendVerification(deps: MailDeps, user: Recipient): Promise<void> {
+  await markEmailUnverified(deps.db, user.id);
+  await mailVerificationLink(deps, user);
+}
+
+/** The same in the background, for a page that must not wait on (or fail with) the mail server. */
+export function sendVerificationInBackground(deps: MailDeps, user: Recipient): void {
+  sendVerification(deps, user).catch((err: unknown) => deps.log.error({ err, userId: user.id }, 'verification mail not sent'));
+}
+
+/**
+ * Another link for an unverified address (the banner's Resend), within the account's limit. An
+ * address already verified gets nothing. A mail server that refuses is a 503 the person sees.
+ */
+export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }): Promise<void> {
+  if (user.email_verified_at) return;
+  await deps.limits.takeVerificationMail(user.id);
+  try {
+    await mailVerificationLink(deps, user);
+  } catch (err) {
+    deps.log.error({ err, userId: user.id }, 'verification mail not sent');
+    throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');
+  }
+}
+
+async function mailVerificationLink(deps: MailDeps, user: Recipient): Promise<void> {
+  const link = await issueLink(deps.db, deps.config.issuer, 'verify-email', user);
+  await deps.mailer.send({
+    to: user.email,
+    subject: 'Verify your e-mail address',
+    template: 'verify-email',
+    data: { link, username: user.username, email: user.email },
+  });
+}
+
+/**
+ * Follows a verification link (once). The account is verified only if its address is still the
+ * one the link was sent to; `verified` says whether it was.
+ */
+export function verifyEmail(db: Knex, token: unknown): Promise<{ verified: boolean }> {
+  return db.transaction(async (trx) => {
+    const link = await useLink(trx, 'verify-email', token);
+    return { verified: await markEmailVerified(trx, link.user_id, link.email, now()) };
+  });
+}

@@ -1,0 +1,117 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
+import { AppError, RetryLaterError } from '../errors.js';
+import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
+import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
+import { resendVerification, verifyEmail } from '../services/verification.js';
+import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { render } from './render.js';
+
+/**
+ * The pages the mailed links lead to: verify an e-mail address (and ask for another link), and
+ * "Forgot password?" with the reset page. Tokens travel in the query string or the form body,
+ * never in a path, so they never reach a log line; every response already carries
+ * `Referrer-Policy: no-referrer`, so a token in the address bar is not passed on either.
+ */
+export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Router {
+  const router = new Router();
+
+  router.get('/verify-email', async (ctx) => {
+    const result = await explainRefusedLink(ctx, () => verifyEmail(deps.db, ctx.query.token));
+    if (!result) return;
+    if (!result.verified) {
+      render(ctx, 'verify-email/outdated', { title: 'Address changed' }, 409);
+      return;
+    }
+    ctx.redirect('/verify-email/done');
+  });
+
+  router.get('/verify-email/done', (ctx) => {
+    render(ctx, 'verify-email/done', { title: 'E-mail address verified' });
+  });
+
+  router.post('/verify-email/resend', async (ctx) => {
+    const user = requireUser(ctx);
+    const form = formFields(ctx);
+    await resendVerification(deps, user);
+    const back = form.return_to ? `?return_to=${encodeURIComponent(safeReturnTo(form.return_to))}` : '';
+    ctx.redirect(`/verify-email/sent${back}`);
+  });
+
+  router.get('/verify-email/sent', (ctx) => {
+    const user = requireUser(ctx);
+    const returnTo = ctx.query.return_to ? safeReturnTo(ctx.query.return_to) : '';
+    render(ctx, 'verify-email/sent', { title: 'Check your inbox', email: user.email, returnTo, hideVerifyBanner: true });
+  });
+
+  router.get('/forgot-password', (ctx) => {
+    render(ctx, 'password-reset/forgot', { title: 'Reset your password' });
+  });
+
+  router.post('/forgot-password', async (ctx) => {
+    const form = formFields(ctx);
+    const values = { email: form.email ?? '' };
+    try {
+      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip });
+    } catch (err) {
+      if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
+      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+      render(ctx, 'password-reset/forgot', { title: 'Reset your password', values, errors: { email: err.message } }, err.status);
+      return;
+    }
+    ctx.redirect('/forgot-password/sent');
+  });
+
+  router.get('/forgot-password/sent', (ctx) => {
+    render(ctx, 'password-reset/sent', { title: 'Check your inbox' });
+  });
+
+  router.get('/reset-password', async (ctx) => {
+    if (!(await explainRefusedLink(ctx, () => resetTarget(deps.db, ctx.query.token)))) return;
+    render(ctx, 'password-reset/reset', { title: 'Choose a new password', token: String(ctx.query.token) });
+  });
+
+  router.post('/reset-password', async (ctx) => {
+    const form = formFields(ctx);
+    const page = { title: 'Choose a new password', token: form.token ?? '' };
+    try {
+      await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' });
+    } catch (err) {
+      if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
+      if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
+      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+      render(ctx, 'password-reset/reset', { ...page, errors: { [err.field ?? 'password']: err.message } }, err.status);
+      return;
+    }
+    ctx.redirect('/reset-password/done');
+  });
+
+  router.get('/reset-password/done', (ctx) => {
+    render(ctx, 'password-reset/done', { title: 'Password changed' });
+  });
+
+  return router;
+}
+
+/** Runs `use`; a link that cannot be used gets its page instead, and undefined comes back. */
+async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await use();
+  } catch (err) {
+    if (!(err instanceof LinkRefusedError)) throw err;
+    renderRefusedLink(ctx, err);
+    return undefined;
+  }
+}
+
+const REFUSED_TITLES: Record<LinkRefusal, string> = {
+  unknown: 'Link not valid',
+  used: 'Link already used',
+  expired: 'Link expired',
+};
+
+/** A clear page for a link that cannot be used, with the way to a new one. */
+function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
+  render(ctx, 'link-refused', { title: REFUSED_TITLES[err.reason], message: err.message, purpose: err.purpose }, err.status);
+}

@@ -1,0 +1,168 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
+import type { UserRow } from '../db/users.js';
+import { AppError, RetryLaterError } from '../errors.js';
+import { presentSession } from '../presenters/session.js';
+import { changePassword, deleteAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
+import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
+import { formFields, requireUser, type WebDeps } from './context.js';
+import { render } from './render.js';
+
+const BASE = '/account/settings';
+
+const NOTICES: Record<string, string> = {
+  'profile-saved': 'Profile saved.',
+  'email-changed': 'Profile saved. We sent a link to your new address: follow it to verify the address.',
+  'password-changed': 'Password changed. Every other session was signed out.',
+  'session-signed-out': 'That session is signed out.',
+  'others-signed-out': 'Every other session is signed out.',
+};
+
+/**
+ * The form error a service raised, as `{ field: message }` for the page, or undefined when it is
+ * not about a field (it then goes to the error page). A limit's refusal (429) or a busy server
+ * (503) is shown on `fallbackField`, with Retry-After.
+ */
+function fieldErrors(ctx: Context, err: unknown, fallbackField: string): Record<string, string> | undefined {
+  if (err instanceof RetryLaterError) {
+    ctx.set('Retry-After', String(err.retryAfterS));
+    return { [fallbackField]: err.message };
+  }
+  if (err instanceof AppError && err.field) return { [err.field]: err.message };
+  return undefined;
+}
+
+function statusOf(err: unknown): number {
+  return err instanceof AppError ? err.status : 400;
+}
+
+/**
+ * Account settings → Profile, Password, Sessions and Delete account. Each form carries the CSRF
+ * token, shows its errors next to its fields, and redirects after success (Post/Redirect/Get).
+ */
+export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): Router {
+  const router = new Router();
+
+  function notice(ctx: Context): string | null {
+    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
+    return NOTICES[key] ?? null;
+  }
+
+  function renderProfile(ctx: Context, user: UserRow, values: { name: string; email: string }, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/profile', {
+      title: 'Profile · Account settings',
+      tab: 'profile',
+      values,
+      errors,
+      emailVerified: Boolean(user.email_verified_at),
+      flash: notice(ctx),
+    }, status);
+  }
+
+  router.get(`${BASE}/profile`, (ctx) => {
+    const user = requireUser(ctx);
+    renderProfile(ctx, user, { name: user.name, email: user.email });
+  });
+
+  router.post(`${BASE}/profile`, async (ctx) => {
+    const user = requireUser(ctx);
+    const form = formFields(ctx);
+    const values = { name: form.name ?? '', email: form.email ?? '' };
+    try {
+      const { emailChanged } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, ctx.ip);
+      ctx.redirect(`${BASE}/profile?notice=${emailChanged ? 'email-changed' : 'profile-saved'}`);
+    } catch (err) {
+      const errors = fieldErrors(ctx, err, 'current_password');
+      if (!errors) throw err;
+      renderProfile(ctx, user, values, errors, statusOf(err));
+    }
+  });
+
+  function renderPassword(ctx: Context, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, flash: notice(ctx) }, status);
+  }
+
+  router.get(`${BASE}/password`, (ctx) => {
+    requireUser(ctx);
+    renderPassword(ctx);
+  });
+
+  router.post(`${BASE}/password`, async (ctx) => {
+    const user = requireUser(ctx);
+    const form = formFields(ctx);
+    try {
+      await changePassword(
+        deps,
+        user,
+        { currentPassword: form.current_password ?? '', password: form.password ?? '', confirmation: form.password_confirmation ?? '' },
+        { ip: ctx.ip, currentSessionUid: await deps.sessions.uid(ctx) },
+      );
+      ctx.redirect(`${BASE}/password?notice=password-changed`);
+    } catch (err) {
+      const errors = fieldErrors(ctx, err, 'current_password');
+      if (!errors) throw err;
+      renderPassword(ctx, errors, statusOf(err));
+    }
+  });
+
+  router.get(`${BASE}/sessions`, async (ctx) => {
+    const user = requireUser(ctx);
+    const current = await deps.sessions.uid(ctx);
+    const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current));
+    render(ctx, 'account/settings/sessions', { title: 'Sessions · Account settings', tab: 'sessions', sessions, flash: notice(ctx) });
+  });
+
+  router.post(`${BASE}/sessions/sign-out-others`, async (ctx) => {
+    const user = requireUser(ctx);
+    await signOutEverywhere(deps, user.id, { except: await deps.sessions.uid(ctx) });
+    ctx.redirect(`${BASE}/sessions?notice=others-signed-out`);
+  });
+
+  router.post(`${BASE}/sessions/:uid/sign-out`, async (ctx) => {
+    const user = requireUser(ctx);
+    const uid = String(ctx.params.uid ?? '');
+    const current = uid === (await deps.sessions.uid(ctx));
+    await signOutSession(deps, user.id, uid);
+    if (current) {
+      await deps.sessions.signOut(ctx);
+      ctx.redirect('/login');
+      return;
+    }
+    ctx.redirect(`${BASE}/sessions?notice=session-signed-out`);
+  });
+
+  async function renderDelete(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/delete', {
+      title: 'Delete account · Account settings',
+      tab: 'delete',
+      errors,
+      ownedGroups: await groupsOnlyOwnedBy(deps.db, user.id),
+    }, status);
+  }
+
+  router.get(`${BASE}/delete`, async (ctx) => {
+    await renderDelete(ctx, requireUser(ctx));
+  });
+
+  router.post(`${BASE}/delete`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
+    } catch (err) {
+      // The page itself names the groups a last owner must hand over first.
+      const errors = err instanceof LastOwnerError ? {} : fieldErrors(ctx, err, 'password');
+      if (!errors) throw err;
+      await renderDelete(ctx, user, errors, statusOf(err));
+      return;
+    }
+    await deps.sessions.signOut(ctx);
+    ctx.redirect('/account/deleted');
+  });
+
+  router.get('/account/deleted', (ctx) => {
+    render(ctx, 'account/deleted', { title: 'Account deleted' });
+  });
+
+  return router;
+}

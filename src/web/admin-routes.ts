@@ -1,0 +1,197 @@
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import type { AuditRow } from '../db/audit.js';
+import type { UserRow } from '../db/users.js';
+import { NotFoundError } from '../errors.js';
+import { parseId } from '../ids.js';
+import { isDisabled, isSiteAdmin } from '../policies/site.js';
+import { toIso } from '../time.js';
+import { disableUser, enableUser, findUsers, requireUserById, sendPasswordReset, siteAuditLog } from '../services/admin.js';
+import { signedInUserById } from '../services/users.js';
+import { actorOf, type WebDeps } from './context.js';
+import { render } from './render.js';
+
+const BASE = '/admin';
+const PAGE_SIZE = 20;
+const MAX_QUERY = 100;
+
+const NOTICES: Record<string, string> = {
+  disabled: 'Account disabled. It was signed out everywhere and its grants and tokens were revoked.',
+  enabled: 'Account enabled. The person can sign in again; revoked tokens stay revoked.',
+  'already-disabled': 'The account was disabled already. Its grants and tokens were revoked again.',
+  'already-enabled': 'The account was enabled already.',
+  'reset-sent': 'Password reset link sent to the account’s e-mail address.',
+};
+
+/** Whether a path belongs to the Admin area. */
+function isAdminPath(path: string): boolean {
+  return path === BASE || path.startsWith(`${BASE}/`);
+}
+
+/**
+ * Whether the Admin area must stay out of sight for this request: anyone but a signed-in site
+ * administrator gets exactly what an unknown address gets, for every method (a form posted
+ * without a token included), so nobody learns the area exists.
+ */
+export function adminAreaHidden(deps: WebDeps) {
+  return async function hidden(ctx: Context): Promise<boolean> {
+    if (!isAdminPath(ctx.path)) return false;
+    try {
+      const accountId = await deps.sessions.accountId(ctx);
+      return !isSiteAdmin(accountId ? await signedInUserById(deps.db, accountId) : undefined);
+    } catch {
+      // Storage away: nobody can be told apart from a visitor, so the area stays hidden.
+      return true;
+    }
+  };
+}
+
+/** A query parameter as one string: the first of a repeated one, '' for none. */
+function firstValue(value: string | string[] | undefined): string {
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
+/** The page number of a list (`?page=`): a whole number from 1, anything else the first page. */
+function pageOf(ctx: Context): { number: number; limit: number; offset: number } {
+  const raw = firstValue(ctx.query.page);
+  const number = /^[1-9][0-9]{0,5}$/.test(raw) ? Number(raw) : 1;
+  return { number, limit: PAGE_SIZE, offset: (number - 1) * PAGE_SIZE };
+}
+
+/** Links to the previous and next pages of a list, keeping its other parameters. */
+function pagination(path: string, page: { number: number }, total: number, params: Record<string, string> = {}) {
+  const last = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  const href = (n: number) => `${path}?${new URLSearchParams({ ...params, page: String(n) }).toString()}`;
+  return {
+    number: page.number,
+    last,
+    // 0 past the last page: nothing is shown there.
+    first: (page.number - 1) * PAGE_SIZE < total ? (page.number - 1) * PAGE_SIZE + 1 : 0,
+    end: Math.min(total, page.number * PAGE_SIZE),
+    total,
+    previous: page.number > 1 ? href(Math.min(page.number - 1, last)) : null,
+    next: page.number < last ? href(page.number + 1) : null,
+  };
+}
+
+/** A user as the Admin area shows it. */
+function adminUser(row: Omit<UserRow, 'password_hash'>) {
+  return {
+    id: Number(row.id),
+    username: row.username,
+    email: row.email,
+    name: row.name,
+    admin: Boolean(row.is_admin),
+    disabledAt: toIso(row.disabled_at),
+    createdAt: toIso(row.created_at) ?? '',
+  };
+}
+
+/** A site audit row as the log shows it: the administrator, "CLI", or "—" for a deleted account. */
+function siteAuditEvent(row: AuditRow) {
+  let details: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(row.details || '{}');
+    if (parsed && typeof parsed === 'object') details = parsed as Record<string, unknown>;
+  } catch {
+    // A malformed details column is shown as empty rather than failing the page.
+  }
+  const { via, ...rest } = details;
+  return {
+    id: row.id,
+    at: toIso(row.created_at) ?? '',
+    actor: row.actor_username ?? (via === 'cli' ? 'CLI' : '—'),
+    action: row.action,
+    target: row.target,
+    details: Object.entries(rest).map(([key, value]) => `${key}: ${String(value)}`).join(', '),
+    ip: row.ip ?? '',
+  };
+}
+
+/**
+ * The Admin area: every user (search, pages), a user's page with Disable, Enable and Send
+ * password reset, and the admin audit log. Site administrators only; to anyone else it does not
+ * exist (see adminAreaHidden, and the same 404 here should a request reach it anyway).
+ */
+export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
+  const { db } = deps;
+  const router = new Router({ prefix: BASE });
+
+  router.use(async function onlySiteAdmins(ctx: Context, next: Next) {
+    if (!isSiteAdmin(ctx.state.user as UserRow | undefined)) throw new NotFoundError('There is nothing at this address.');
+    await next();
+  });
+
+  async function targetUser(ctx: Context): Promise<UserRow> {
+    const id = parseId(ctx.params.id);
+    if (id === undefined) throw new NotFoundError('There is no such user.');
+    return requireUserById(db, id);
+  }
+
+  const userUrl = (user: { id: number }) => `${BASE}/users/${user.id}`;
+
+  router.get('/', (ctx) => ctx.redirect(`${BASE}/users`));
+
+  router.get('/users', async (ctx) => {
+    const query = firstValue(ctx.query.q).trim().slice(0, MAX_QUERY);
+    const page = pageOf(ctx);
+    const { total, items } = await findUsers(db, query, page);
+    render(ctx, 'admin/users', {
+      title: 'Users · Admin',
+      tab: 'users',
+      query,
+      users: items.map(adminUser),
+      pages: pagination(`${BASE}/users`, page, total, query ? { q: query } : {}),
+    });
+  });
+
+  router.get('/users/:id', async (ctx) => {
+    const user = await targetUser(ctx);
+    const key = firstValue(ctx.query.notice);
+    render(ctx, 'admin/user', {
+      title: `${user.username} · Admin`,
+      tab: 'users',
+      user: adminUser(user),
+      self: user.id === actorOf(ctx).userId,
+      flash: NOTICES[key] ?? null,
+    });
+  });
+
+  router.get('/users/:id/disable', async (ctx) => {
+    const user = await targetUser(ctx);
+    if (isDisabled(user)) return ctx.redirect(userUrl(user));
+    render(ctx, 'admin/disable', { title: `Disable ${user.username} · Admin`, tab: 'users', user: adminUser(user) });
+  });
+
+  router.post('/users/:id/disable', async (ctx) => {
+    const user = await targetUser(ctx);
+    const { changed } = await disableUser(deps, actorOf(ctx), user);
+    ctx.redirect(`${userUrl(user)}?notice=${changed ? 'disabled' : 'already-disabled'}`);
+  });
+
+  router.post('/users/:id/enable', async (ctx) => {
+    const user = await targetUser(ctx);
+    const changed = await enableUser(db, actorOf(ctx), user);
+    ctx.redirect(`${userUrl(user)}?notice=${changed ? 'enabled' : 'already-enabled'}`);
+  });
+
+  router.post('/users/:id/password-reset', async (ctx) => {
+    const user = await targetUser(ctx);
+    await sendPasswordReset(deps, actorOf(ctx), user);
+    ctx.redirect(`${userUrl(user)}?notice=reset-sent`);
+  });
+
+  router.get('/audit', async (ctx) => {
+    const page = pageOf(ctx);
+    const { total, items } = await siteAuditLog(db, page);
+    render(ctx, 'admin/audit', {
+      title: 'Audit log · Admin',
+      tab: 'audit',
+      events: items.map(siteAuditEvent),
+      pages: pagination(`${BASE}/audit`, page, total),
+    });
+  });
+
+  return router;
+}
