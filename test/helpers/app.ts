@@ -52,6 +52,7 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
   return {
     idp,
     db: idp.db,
+    config,
     database,
     /** The issuer, e.g. http://127.0.0.1:40123 */
     url: config.issuer,
@@ -69,9 +70,12 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
 
 export type RunningIdp = Awaited<ReturnType<typeof startIdp>>;
 
-/** The suite's server: started on a fresh database before its tests, stopped after them. */
-export function useIdp(profile: Profile, env: Record<string, string> = {}): RunningIdp {
-  return useHooks(() => startIdp(profile, env), (idp) => idp.stop());
+/**
+ * The suite's server: started on a fresh database before its tests, stopped after them. `env` may
+ * be a function, read when the server starts, for settings known only then (another server's URL).
+ */
+export function useIdp(profile: Profile, env: Record<string, string> | (() => Record<string, string>) = {}): RunningIdp {
+  return useHooks(() => startIdp(profile, typeof env === 'function' ? env() : env), (idp) => idp.stop());
 }
 
 /** The suite's fresh database of the profile's kind, dropped after its tests. */
@@ -80,7 +84,7 @@ export function useDatabase(profile: Profile): TestDatabase {
 }
 
 /** Opens a resource in `before` and closes it in `after`; the handle reads the open one. */
-function useHooks<T extends object>(open: () => Promise<T>, close: (resource: T) => Promise<void>): T {
+export function useHooks<T extends object>(open: () => Promise<T>, close: (resource: T) => Promise<void>): T {
   let opened: T | undefined;
   before(async () => {
     opened = await open();

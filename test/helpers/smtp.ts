@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import { useHooks } from './app.js';
 
 /**
  * A real SMTP server on a free loopback port that keeps every message it receives (parsed with
@@ -74,6 +75,11 @@ export async function startMailServer(): Promise<MailServer> {
     countTo: (to) => received.filter((m) => recipients(m).includes(to.toLowerCase())).length,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The suite's mail server: started before its tests, closed after them. */
+export function useMailServer(): MailServer {
+  return useHooks(startMailServer, (server) => server.close());
 }
 
 /** The one link a message carries to this service (from its plain-text body). */
