@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { markUserDisabled, markUserEnabled } from '../../src/db/admin.js';
 import { now } from '../../src/time.js';
-import { profiles, startIdp, type RunningIdp } from '../helpers/app.js';
-import { makeUser } from '../helpers/factories.js';
-import { csrfFrom, formAction, UserAgent } from '../helpers/browser-less.js';
-import { authorizeUrl, exchangeCode } from '../helpers/oauth.js';
-import { call, expectInvalidToken, makeClient, oauthTokens, personalToken, refresh, type Client } from '../api/support.js';
-import { browser, errorMessage, fieldError, signedIn } from './support.js';
+import { call, expectInvalidToken } from '../helpers/api.js';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { Browser, signIn, visit } from '../helpers/browser.js';
+import { makeClient, makeUser, personalToken, type Client } from '../helpers/factories.js';
+import { errorMessage, fieldError, formAction } from '../helpers/html.js';
+import { authorizeUrl, oauthTokens, refresh, tokenRequest } from '../helpers/oauth.js';
 
 const DISABLED = 'This account is disabled. Contact the site administrator.';
 const WRONG = 'Incorrect username, email or password.';
@@ -15,106 +15,97 @@ const WRONG = 'Incorrect username, email or password.';
  * The second line of defence: an account marked disabled (here straight in the database, with
  * none of what disabling revokes revoked) is refused wherever a user is loaded.
  */
-for (const profile of profiles()) {
-  describe(`disabled accounts are refused everywhere (${profile})`, () => {
-    let idp: RunningIdp;
-    let client: Client;
-    before(async () => {
-      idp = await startIdp(profile);
-      client = await makeClient(idp);
-    });
-    after(async () => {
-      await idp?.stop();
-    });
-
-    const db = () => idp.idp.db;
-    const disable = (id: number) => markUserDisabled(db(), id, now());
-
-    it('signs the site session out: pages treat the browser as a visitor', async () => {
-      const user = await makeUser(db());
-      const site = await signedIn(idp.url, user);
-      await disable(user.id);
-      const res = await site.agent.get('/groups').expect(302);
-      expect(res.headers.location).to.equal('/login?return_to=%2Fgroups');
-    });
-
-    it('refuses sign-in with the message only after the right password', async () => {
-      const user = await makeUser(db());
-      await disable(user.id);
-      const page = await browser(idp.url);
-      const right = await page.submit('/login', { login: user.username, password: user.password }).expect(403);
-      expect(fieldError(right.text, 'login')).to.equal(DISABLED);
-      expect(String(right.headers['set-cookie'] ?? '')).not.to.match(/_session=/);
-      const wrong = await page.submit('/login', { login: user.username, password: `${user.password}x` }).expect(401);
-      expect(fieldError(wrong.text, 'login')).to.equal(WRONG);
-      expect(wrong.text).not.to.contain('disabled');
-    });
-
-    it('refuses the authorization flow’s sign-in the same way', async () => {
-      const user = await makeUser(db());
-      await disable(user.id);
-      const agent = new UserAgent(idp.url);
-      const page = await agent.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' }));
-      const html = await page.text();
-      const res = await agent.postForm(formAction(html, '/login'), { _csrf: csrfFrom(html), login: user.email, password: user.password });
-      expect(res.status).to.equal(403);
-      expect(fieldError(await res.text(), 'login')).to.equal(DISABLED);
-    });
-
-    it('refuses the authorization flow to a session signed in before the account was disabled', async () => {
-      const user = await makeUser(db());
-      const { agent } = await oauthTokens(idp, client, user, 'openid');
-      await disable(user.id);
-      const flow = { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' };
-      // The session no longer counts: the flow asks for a sign-in instead of issuing a code…
-      const res = await agent.follow(authorizeUrl(idp.url, flow));
-      expect(res.status).to.equal(200);
-      expect(new URL(res.url).pathname).to.match(/^\/interaction\//);
-      expect(await res.text()).to.contain('name="password"');
-      // …and a silent request is told to sign in.
-      const silent = await agent.follow(authorizeUrl(idp.url, { ...flow, extra: { prompt: 'none' } }));
-      const back = new URL(silent.headers.get('location')!);
-      expect(back.origin + back.pathname).to.equal(client.redirectUri);
-      expect(back.searchParams.get('error')).to.equal('login_required');
-      expect(back.searchParams.get('code')).to.equal(null);
-    });
-
-    it('refuses its personal access tokens and OAuth tokens with 401 invalid_token, and its refresh tokens', async () => {
-      const user = await makeUser(db());
-      const pat = await personalToken(idp, user.id);
-      const { accessToken, refreshToken } = await oauthTokens(idp, client, user, 'openid groups:read-only');
-      expect((await call(idp, '/apis/v2/user', { token: pat })).status).to.equal(200);
-      expect((await call(idp, '/apis/v2/user', { token: accessToken })).status).to.equal(200);
-      await disable(user.id);
-      expectInvalidToken(idp, await call(idp, '/apis/v2/user', { token: pat }));
-      expectInvalidToken(idp, await call(idp, '/apis/v2/user', { token: accessToken }));
-      const refreshed = await refresh(idp, client, refreshToken);
-      expect(refreshed.status).to.equal(400);
-      expect(refreshed.body.error).to.equal('invalid_grant');
-      const userinfo = await fetch(`${idp.url}/login/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
-      expect(userinfo.status).to.equal(401);
-    });
-
-    it('refuses an authorization code issued before the account was disabled', async () => {
-      const user = await makeUser(db());
-      const { agent } = await oauthTokens(idp, client, user, 'openid');
-      // Consent is remembered: the flow goes straight back with a code.
-      const res = await agent.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' }));
-      const code = new URL(res.headers.get('location')!).searchParams.get('code');
-      expect(code).to.be.a('string');
-      await disable(user.id);
-      const exchanged = await exchangeCode(idp.url, { client_id: client.clientId, client_secret: client.clientSecret, code: code!, redirect_uri: client.redirectUri });
-      expect(exchanged.status).to.equal(400);
-      expect(exchanged.body.error).to.equal('invalid_grant');
-    });
-
-    it('lets an enabled account sign in again', async () => {
-      const user = await makeUser(db());
-      await disable(user.id);
-      await markUserEnabled(db(), user.id);
-      const site = await signedIn(idp.url, user);
-      await site.agent.get('/groups').expect(200);
-      expect(errorMessage((await site.agent.get('/groups')).text)).to.equal(undefined);
-    });
+describeEachProfile('disabled accounts are refused everywhere', (profile) => {
+  const idp = useIdp(profile);
+  let client: Client;
+  before(async () => {
+    client = await makeClient(idp.db);
   });
-}
+
+  const db = () => idp.db;
+  const disable = (id: number) => markUserDisabled(db(), id, now());
+
+  it('signs the site session out: pages treat the browser as a visitor', async () => {
+    const user = await makeUser(db());
+    const site = await signIn(idp.url, user);
+    await disable(user.id);
+    await site.get('/groups').expect(302, '/login?return_to=%2Fgroups');
+  });
+
+  it('refuses sign-in with the message only after the right password', async () => {
+    const user = await makeUser(db());
+    await disable(user.id);
+    const page = await visit(idp.url);
+    const right = await page.submit('/login', { login: user.username, password: user.password }).expect(403);
+    expect(fieldError(right.text, 'login')).to.equal(DISABLED);
+    expect(right.headers.getSetCookie().join('\n')).not.to.match(/_session=/);
+    const wrong = await page.submit('/login', { login: user.username, password: `${user.password}x` }).expect(401);
+    expect(fieldError(wrong.text, 'login')).to.equal(WRONG);
+    expect(wrong.text).not.to.contain('disabled');
+  });
+
+  it('refuses the authorization flow’s sign-in the same way', async () => {
+    const user = await makeUser(db());
+    await disable(user.id);
+    const browser = new Browser(idp.url);
+    const page = await browser.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' }));
+    const res = await browser.submit(formAction(page.text, '/login'), { login: user.email, password: user.password }).expect(403);
+    expect(fieldError(res.text, 'login')).to.equal(DISABLED);
+  });
+
+  it('refuses the authorization flow to a session signed in before the account was disabled', async () => {
+    const user = await makeUser(db());
+    const { browser } = await oauthTokens(idp.url, client, user, 'openid');
+    await disable(user.id);
+    const flow = { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' };
+    // The session no longer counts: the flow asks for a sign-in instead of issuing a code…
+    const res = await browser.follow(authorizeUrl(idp.url, flow));
+    expect(res.status).to.equal(200);
+    expect(res.url.pathname).to.match(/^\/interaction\//);
+    expect(res.text).to.contain('name="password"');
+    // …and a silent request is told to sign in.
+    const silent = await browser.follow(authorizeUrl(idp.url, { ...flow, extra: { prompt: 'none' } }));
+    const back = new URL(silent.headers.get('location')!);
+    expect(back.origin + back.pathname).to.equal(client.redirectUri);
+    expect(back.searchParams.get('error')).to.equal('login_required');
+    expect(back.searchParams.get('code')).to.equal(null);
+  });
+
+  it('refuses its personal access tokens and OAuth tokens with 401 invalid_token, and its refresh tokens', async () => {
+    const user = await makeUser(db());
+    const pat = await personalToken(idp.db, user.id);
+    const { accessToken, refreshToken } = await oauthTokens(idp.url, client, user, 'openid groups:read-only');
+    expect((await call(idp, '/apis/v2/user', { token: pat })).status).to.equal(200);
+    expect((await call(idp, '/apis/v2/user', { token: accessToken })).status).to.equal(200);
+    await disable(user.id);
+    expectInvalidToken(idp, await call(idp, '/apis/v2/user', { token: pat }));
+    expectInvalidToken(idp, await call(idp, '/apis/v2/user', { token: accessToken }));
+    const refreshed = await refresh(idp.url, client, refreshToken);
+    expect(refreshed.status).to.equal(400);
+    expect(refreshed.body.error).to.equal('invalid_grant');
+    const userinfo = await fetch(`${idp.url}/login/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
+    expect(userinfo.status).to.equal(401);
+  });
+
+  it('refuses an authorization code issued before the account was disabled', async () => {
+    const user = await makeUser(db());
+    const { browser } = await oauthTokens(idp.url, client, user, 'openid');
+    // Consent is remembered: the flow goes straight back with a code.
+    const res = await browser.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri, scope: 'openid' }));
+    const code = new URL(res.headers.get('location')!).searchParams.get('code');
+    expect(code).to.be.a('string');
+    await disable(user.id);
+    const exchanged = await tokenRequest(idp.url, { query: { client_id: client.clientId, client_secret: client.clientSecret, code: code!, redirect_uri: client.redirectUri } });
+    expect(exchanged.status).to.equal(400);
+    expect(exchanged.body.error).to.equal('invalid_grant');
+  });
+
+  it('lets an enabled account sign in again', async () => {
+    const user = await makeUser(db());
+    await disable(user.id);
+    await markUserEnabled(db(), user.id);
+    const site = await signIn(idp.url, user);
+    await site.get('/groups').expect(200);
+    expect(errorMessage((await site.get('/groups')).text)).to.equal(undefined);
+  });
+});
