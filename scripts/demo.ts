@@ -17,14 +17,22 @@ import type { Knex } from 'knex';
 import { createExampleApp } from '../examples/third-party-server/server.js';
 import { createIdp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { listSecrets, pageAppsOfGroup } from '../src/db/apps.js';
-import { findGroupByPath, findRole } from '../src/db/groups.js';
 import { findUserByUsername } from '../src/db/users.js';
+import { NotFoundError } from '../src/errors.js';
 import { createLogger } from '../src/log.js';
-import { createApplication, generateClientSecret, revokeClientSecret, updateApplication } from '../src/services/apps.js';
+import {
+  accessApplication,
+  applicationsOf,
+  createApplication,
+  generateClientSecret,
+  revokeClientSecret,
+  secretsOf,
+  updateApplication,
+} from '../src/services/apps.js';
 import type { Actor } from '../src/services/context.js';
-import { createGroup } from '../src/services/groups.js';
-import { authenticate, createUser } from '../src/services/users.js';
+import { accessGroup, createGroup, type GroupAccess } from '../src/services/groups.js';
+import { verifyPassword } from '../src/services/passwords.js';
+import { createUser } from '../src/services/users.js';
 
 const DEMO_USER = { username: 'demo', email: 'demo@example.com', name: 'Demo User', password: 'demo-password' };
 const DEMO_GROUP = { name: 'Demo group', path: 'demo', description: 'Made by npm run demo' };
@@ -37,34 +45,39 @@ async function ensureUser(db: Knex): Promise<{ id: number; note: string }> {
     const user = await createUser(db, DEMO_USER);
     return { id: user.id, note: 'created' };
   }
-  const passwordStillWorks = await authenticate(db, DEMO_USER.username, DEMO_USER.password);
+  const passwordStillWorks = await verifyPassword(DEMO_USER.password, existing.password_hash);
   return { id: existing.id, note: passwordStillWorks ? 'already there' : 'already there, BUT ITS PASSWORD WAS CHANGED since the first demo run' };
 }
 
-/** The demo group, owned by the demo user. */
-async function ensureGroup(db: Knex, actor: Actor): Promise<{ id: number; note: string }> {
-  const existing = await findGroupByPath(db, DEMO_GROUP.path);
-  if (!existing) return { id: (await createGroup(db, actor, DEMO_GROUP)).id, note: 'created' };
-  if ((await findRole(db, existing.id, actor.userId)) !== 'owner') {
-    throw new Error(`a group at path "${DEMO_GROUP.path}" exists and the demo user is not its owner; use another DATABASE_URL`);
+/** The demo group, owned by the demo user, as the demo user reaches it. */
+async function ensureGroup(db: Knex, actor: Actor): Promise<{ access: GroupAccess; note: string }> {
+  const owned = () => accessGroup(db, actor, { path: DEMO_GROUP.path }, 'manage-apps', 'forbidden');
+  try {
+    return { access: await owned(), note: 'already there' };
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) {
+      throw new Error(`a group at path "${DEMO_GROUP.path}" exists and the demo user is not its owner; use another DATABASE_URL`, { cause: err });
+    }
   }
-  return { id: existing.id, note: 'already there' };
+  await createGroup(db, actor, DEMO_GROUP);
+  return { access: await owned(), note: 'created' };
 }
 
 /** The example's application, registered with its callback, and a client secret this run can use. */
-async function ensureApplication(db: Knex, actor: Actor, groupId: number, exampleUrl: string) {
+async function ensureApplication(db: Knex, group: GroupAccess, exampleUrl: string) {
   const fields = { name: DEMO_APP_NAME, homepageURL: `${exampleUrl}/`, description: 'The example server of examples/third-party-server', callbackURL: `${exampleUrl}/callback` };
-  const { items } = await pageAppsOfGroup(db, groupId, { limit: 50, offset: 0 });
+  const { items } = await applicationsOf(db, group, { limit: 50, offset: 0 });
   const existing = items.find((a) => a.name === DEMO_APP_NAME);
   if (!existing) {
-    const { app, secret } = await createApplication(db, actor, groupId, fields);
+    const { app, secret } = await createApplication(db, group, fields);
     return { clientId: app.client_id, clientSecret: secret.secret, note: 'created' };
   }
   // The secret of the last run exists only as a hash: revoke it and make a new one.
-  await updateApplication(db, actor, existing.client_id, fields);
-  const old = await listSecrets(db, existing.id);
-  for (const secret of old) await revokeClientSecret(db, actor, existing.client_id, secret.id);
-  const secret = await generateClientSecret(db, actor, existing.client_id);
+  const access = await accessApplication(db, group.actor, existing.client_id);
+  await updateApplication(db, access, fields);
+  const old = await secretsOf(db, access);
+  for (const secret of old) await revokeClientSecret(db, access, secret.id);
+  const secret = await generateClientSecret(db, access);
   return {
     clientId: existing.client_id,
     clientSecret: secret.secret,
@@ -108,7 +121,7 @@ async function main(): Promise<void> {
     const user = await ensureUser(idp.db);
     const actor: Actor = { userId: user.id, ip: null };
     const group = await ensureGroup(idp.db, actor);
-    const app = await ensureApplication(idp.db, actor, group.id, exampleUrl);
+    const app = await ensureApplication(idp.db, group.access, exampleUrl);
 
     const idpServer = createServer(idp.app.callback());
     servers.push(idpServer);

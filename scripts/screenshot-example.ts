@@ -17,7 +17,7 @@ import { createIdp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { createApplication } from '../src/services/apps.js';
-import { createGroup } from '../src/services/groups.js';
+import { accessGroup, createGroup } from '../src/services/groups.js';
 import { createUser } from '../src/services/users.js';
 
 const OUT = fileURLToPath(new URL('../docs/screenshots/example-home.png', import.meta.url));
@@ -45,7 +45,7 @@ const groups = [
 ];
 const groupIds: number[] = [];
 for (const group of groups) groupIds.push((await createGroup(idp.db, actor, group)).id);
-const { app, secret } = await createApplication(idp.db, actor, groupIds[0]!, {
+const { app, secret } = await createApplication(idp.db, await accessGroup(idp.db, actor, { id: groupIds[0]! }, 'manage-apps'), {
   name: 'Example third-party server',
   homepageURL: `${exampleUrl}/`,
   description: 'Lists your groups',

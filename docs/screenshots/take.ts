@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createApplication } from '../../src/services/apps.js';
 import { startIdp } from '../../test/helpers/app.js';
 import { launchChromium, signInThroughPage } from '../../test/e2e/support.js';
-import { makeGroup, makeUser } from '../../test/helpers/factories.js';
+import { groupAccess, makeGroup, makeUser } from '../../test/helpers/factories.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const VIEWPORT = { width: 900, height: 700 };
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     const db = idp.idp.db;
     const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
     const group = await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
-    await createApplication(db, { userId: ada.id, ip: null }, group.id, {
+    await createApplication(db, await groupAccess(db, ada.id, group.id), {
       name: 'Loom Scheduler',
       homepageURL: 'https://loom.example.test',
       description: 'Plans the weaving of punched cards',
