@@ -35,16 +35,10 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits;
     const tokenDigest = digest(value);
     const auth = value.startsWith('ho_') ? await tokens.oauth(value) : await tokens.personal(tokenDigest);
     if (!auth) throw invalid('the token is unknown, expired or revoked');
-    // All at once, one round trip of latency: the request is counted, and an OAuth token's
-    // application must still exist (deleting it revokes its grants, but a token issued in the same
-    // instant, or under a grant the listing lost, would outlive it) and its user must not be
-    // disabled (a personal token's lookup already said so).
-    const [verdict, appAlive, accountActive] = await Promise.all([
-      deps.limits.apiRequest(tokenDigest),
-      auth.clientId === undefined || tokens.applicationExists(auth.clientId),
-      auth.kind === 'personal' || tokens.accountActive(auth.userId),
-    ]);
-    if (!appAlive || !accountActive) throw invalid('the token is unknown, expired or revoked');
+    // Both at once, one round trip of latency: the request is counted, and an OAuth token's
+    // application and user must still be there (one query).
+    const [verdict, partiesActive] = await Promise.all([deps.limits.apiRequest(tokenDigest), tokens.oauthPartiesActive(auth)]);
+    if (!partiesActive) throw invalid('the token is unknown, expired or revoked');
     if (verdict) applyAllowance(ctx, verdict);
     ctx.state.auth = auth;
     await next();

@@ -53,10 +53,6 @@ export async function markUserEnabled(db: Knex, id: number): Promise<boolean> {
 }
 
 /** Whether the account exists and is not disabled. */
-export async function userIsActive(db: Knex, id: number): Promise<boolean> {
-  return (await db('users').where({ id }).whereNull('disabled_at').first('id')) !== undefined;
-}
-
 /** The site's own audit trail (events of no group), newest first, with the total. */
 export async function listSiteAudit(db: Knex, page: { limit: number; offset: number }): Promise<{ total: number; items: AuditRow[] }> {
   const [counted, items] = await Promise.all([

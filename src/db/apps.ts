@@ -40,8 +40,13 @@ export function findAppByClientId(db: Knex, clientId: string): Promise<AppRow | 
 
 /** The client and its secrets' digests in one round trip: this runs on every token request. */
 /** Whether an application is still registered: one indexed lookup, no columns read. */
-export async function appExists(db: Knex, clientId: string): Promise<boolean> {
-  return (await db('oauth_apps').where({ client_id: clientId }).first(db.raw('1 as found'))) !== undefined;
+/**
+ * Whether an OAuth token may still act: its application exists and its user exists and is not
+ * disabled. One round trip, as it runs on every API call made with an OAuth token.
+ */
+export async function oauthPartiesActive(db: Knex, clientId: string, userId: number): Promise<boolean> {
+  const activeUser = db('users').where({ id: userId }).whereNull('disabled_at').select(db.raw('1'));
+  return (await db('oauth_apps').where({ client_id: clientId }).whereExists(activeUser).first(db.raw('1 as found'))) !== undefined;
 }
 
 export async function findClientWithSecrets(

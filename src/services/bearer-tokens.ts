@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
-import { userIsActive } from '../db/admin.js';
-import { appExists } from '../db/apps.js';
+import { oauthPartiesActive } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now } from '../time.js';
@@ -45,14 +44,13 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
       return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
     },
 
-    /** Whether an OAuth token's user may still use it: the account exists and is not disabled. */
-    accountActive(userId: number): Promise<boolean> {
-      return userIsActive(deps.db, userId);
-    },
-
-    /** Whether the application an OAuth token was issued to still exists. */
-    applicationExists(clientId: string): Promise<boolean> {
-      return appExists(deps.db, clientId);
+    /**
+     * Whether an OAuth token's application still exists and its user is not disabled (a personal
+     * token's lookup already says the latter). Deleting an application revokes its grants, but a
+     * token issued in the same instant, or under a grant the listing lost, would outlive it.
+     */
+    oauthPartiesActive(owner: TokenOwner): Promise<boolean> {
+      return owner.clientId === undefined ? Promise.resolve(true) : oauthPartiesActive(deps.db, owner.clientId, owner.userId);
     },
   };
 }
