@@ -31,6 +31,12 @@ async function authorizeToCode(browser: Browser, start: string, redirectUri: str
     } else if (reply.status === 200 && onPage) {
       const { path, fields } = onPage(reply.body);
       reply = await browser.postForm(path, fields);
+      // A full hashing queue sheds a sign-in with 503 and Retry-After: the person waits and
+      // presses the button again, and the flow counts once, however long it took.
+      for (let retry = 0; reply.status === 503 && reply.retryAfter !== undefined && retry < 20; retry += 1) {
+        await new Promise((resolve) => setTimeout(resolve, reply.retryAfter! * 1000));
+        reply = await browser.postForm(path, fields);
+      }
     } else {
       throw new Error(`unexpected ${reply.status} at step ${step} of the flow: ${reply.body.slice(0, 200)}`);
     }

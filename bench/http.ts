@@ -11,6 +11,8 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 export interface Reply {
   status: number;
   location: string | undefined;
+  /** Seconds, from a Retry-After header. */
+  retryAfter: number | undefined;
   setCookies: string[];
   body: string;
 }
@@ -30,6 +32,7 @@ export function send(
         resolve({
           status: res.statusCode ?? 0,
           location: res.headers.location,
+          retryAfter: res.headers['retry-after'] === undefined ? undefined : Number(res.headers['retry-after']),
           setCookies: cookies,
           body: Buffer.concat(chunks).toString('utf8'),
         });

@@ -196,7 +196,7 @@ async function main(): Promise<void> {
     serverVersions.push(await redisVersion(o.redisUrl));
   }
 
-  const flowUsers = o.quick ? { real: 150, noKdf: 1500 } : { real: 400, noKdf: 8000 };
+  const flowUsers = o.quick ? { real: 1500, noKdf: 1500 } : { real: 4000, noKdf: 8000 };
   const prepared = new Map<Profile, ProfileDatabase>();
   let ceilings: Ceilings | undefined;
   try {
