@@ -2,7 +2,8 @@ import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import { main } from '../../src/cli/main.js';
 import { loadOrCreateKeys } from '../../src/provider/keys.js';
-import { describeEachProfile, freshDatabaseFor, startIdp, type Profile } from '../helpers/app.js';
+import { describeEachProfile, startIdp, type Profile } from '../helpers/app.js';
+import { freshDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 
 const SECRET = 'a-keys-secret-of-at-least-32-characters!';
@@ -38,7 +39,7 @@ describeEachProfile('signing and cookie keys at rest', (profile) => {
   let t: TestDatabase;
   // Each test starts from a database of its own: the keys are what it looks at.
   beforeEach(async () => {
-    t = await freshDatabaseFor(profile);
+    t = await freshDatabase(profile);
   });
   afterEach(() => t.drop());
 

@@ -4,17 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { createIdp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } from './db.js';
+import { freshDatabase, profiles, TEST_REDIS_URL, type Profile, type TestDatabase } from './db.js';
 
 /**
  * The harness: each suite runs on every storage profile, against a real server on a fresh
  * database of its own, over real HTTP.
  */
-export type Profile = 'sqlite' | 'postgres+redis';
-
-export function profiles(): Profile[] {
-  return TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
-}
+export { profiles, type Profile };
 
 /** Defines the suite once per profile (SQLite always, PostgreSQL + Redis when both are configured), titled `title (profile)`. */
 export function describeEachProfile(title: string, fn: (this: Mocha.Suite, profile: Profile) => void): void {
@@ -25,18 +21,13 @@ export function describeEachProfile(title: string, fn: (this: Mocha.Suite, profi
   }
 }
 
-/** A fresh database of the profile's kind. */
-export function freshDatabaseFor(profile: Profile) {
-  return freshDatabase(profile === 'sqlite' ? 'sqlite' : 'postgres');
-}
-
 /**
  * A server on a free loopback port; the issuer is its address unless `env` says otherwise. A
  * `shared` database is left in place when it stops, and instances given the same `keyPrefix`
  * share their Redis state, as instances of one deployment do.
  */
 export async function startIdp(profile: Profile = 'sqlite', env: Record<string, string> = {}, shared?: TestDatabase, keyPrefix = `idp-test:${randomBytes(4).toString('hex')}:`) {
-  const database = shared ?? (await freshDatabaseFor(profile));
+  const database = shared ?? (await freshDatabase(profile));
   const { server, url: local, close } = await listen();
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -80,7 +71,7 @@ export function useIdp(profile: Profile, env: Record<string, string> | (() => Re
 
 /** The suite's fresh database of the profile's kind, dropped after its tests. */
 export function useDatabase(profile: Profile): TestDatabase {
-  return useHooks(() => freshDatabaseFor(profile), (database) => database.drop());
+  return useHooks(() => freshDatabase(profile), (database) => database.drop());
 }
 
 /** Opens a resource in `before` and closes it in `after`; the handle reads the open one. */

@@ -8,13 +8,18 @@ import { createDb, migrateLatest, type Db } from '../../src/db/knex.js';
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined;
 
-export type DatabaseKind = 'sqlite' | 'postgres';
+/** The storage profiles every suite runs on: SQLite always, PostgreSQL + Redis when both are configured. */
+export type Profile = 'sqlite' | 'postgres+redis';
+
+export function profiles(): Profile[] {
+  return TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
+}
 
 /**
- * A fresh, migrated database of its own, named `<name>_<pid>_<random>`: a temporary SQLite file,
- * or a new database on the PostgreSQL `server`. `drop` removes it.
+ * A fresh, migrated database of its own (of a profile's kind), named `<name>_<pid>_<random>`: a
+ * temporary SQLite file, or a new database on the PostgreSQL `server`. `drop` removes it.
  */
-export async function freshDatabase(kind: DatabaseKind, server = TEST_DATABASE_URL, name = 'idp_test') {
+export async function freshDatabase(kind: Profile | 'postgres', server = TEST_DATABASE_URL, name = 'idp_test') {
   const unique = `${name}_${process.pid}_${randomBytes(4).toString('hex')}`;
   if (kind === 'sqlite') {
     const file = join(tmpdir(), `${unique}.sqlite3`);
@@ -27,13 +32,13 @@ export async function freshDatabase(kind: DatabaseKind, server = TEST_DATABASE_U
   await admin.raw(`create database ${unique}`);
   const url = new URL(server);
   url.pathname = `/${unique}`;
-  return migrated(url.toString(), kind, async () => {
+  return migrated(url.toString(), 'postgres', async () => {
     await admin.raw(`drop database if exists ${unique} with (force)`);
     await admin.destroy();
   });
 }
 
-async function migrated(url: string, kind: DatabaseKind, remove: () => unknown) {
+async function migrated(url: string, kind: 'sqlite' | 'postgres', remove: () => unknown) {
   const db: Db = createDb(url);
   await migrateLatest(db);
   return {
