@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 
@@ -12,20 +12,12 @@ export interface Run {
 
 /** Runs the real CLI in a child process against `url`, with `stdin` piped in and `env` added to the environment. */
 export function idp(url: string, args: string[], stdin = '', env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: url, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {}); // the CLI may exit before reading what we pipe
-    child.stdin.end(stdin);
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ...env } }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+    child.stdin!.on('error', () => {}); // the CLI may exit before reading what we pipe
+    child.stdin!.end(stdin);
   });
 }
 

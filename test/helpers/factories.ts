@@ -25,12 +25,7 @@ export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: s
   return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
 }
 
-export async function makeApp(
-  db: Knex,
-  ownerId: number,
-  groupId: number,
-  overrides: { callbackURL?: string; name?: string } = {},
-) {
+export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string } = {}) {
   const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
