@@ -18,6 +18,7 @@ import type { Logger } from './log.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
+import { keyCipher } from './key-encryption.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { keepConnectionUsable } from './edge/connection.js';
 import { issuerHostOnly } from './edge/host.js';
@@ -28,6 +29,7 @@ import { interactionRoutes } from './interactions/routes.js';
 import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
+import { twoFactorRoutes } from './web/two-factor-routes.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
@@ -93,7 +95,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
     : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  const keys = await loadOrCreateKeys(db, config.keysSecret);
+  const cipher = config.keysSecret ? keyCipher(config.keysSecret) : undefined;
+  const keys = await loadOrCreateKeys(db, config.keysSecret, cipher);
   const secure = config.issuer.startsWith('https://');
 
   const onFault = (err: unknown, ctx?: Context) =>
@@ -120,7 +123,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
   const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
-  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, log: logger };
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -171,7 +174,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps)]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { createIdp } from './app.js';
 import { createLogger } from './log.js';
-import { KeysSecretError } from './provider/key-encryption.js';
+import { KeysSecretError } from './key-encryption.js';
 
 let config;
 try {

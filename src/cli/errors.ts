@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { AppError, ValidationError } from '../errors.js';
-import { KeysSecretError } from '../provider/key-encryption.js';
+import { KeysSecretError } from '../key-encryption.js';
 
 /** The command line itself is wrong: an unknown command or flag, a missing value. */
 export class UsageError extends Error {}

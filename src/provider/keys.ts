@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { insertKey as insertKeyRow, listKeys, replaceKeyMaterial, withKeysLocked, type KeyKind as Kind } from '../db/keys.js';
-import { isSealed, keyCipher, KeysSecretError, type KeyCipher } from './key-encryption.js';
+import { isSealed, keyCipher, KeysSecretError, type KeyCipher } from '../key-encryption.js';
 
 /**
  * Signing keys (JWKS) and cookie keys live in the database so that every instance signs and
@@ -43,8 +43,8 @@ async function openAll(trx: Knex.Transaction, cipher: KeyCipher | undefined): Pr
   return opened.map(({ row, clear }) => ({ kind: row.kind, material: clear ?? row.material }));
 }
 
-export async function loadOrCreateKeys(db: Knex, secret?: string): Promise<ProviderKeys> {
-  const cipher = secret ? keyCipher(secret) : undefined;
+/** `cipher` is KEYS_SECRET's, when the caller has derived it already (it costs a fraction of a second). */
+export async function loadOrCreateKeys(db: Knex, secret?: string, cipher = secret ? keyCipher(secret) : undefined): Promise<ProviderKeys> {
   const rows = await withKeysLocked(db, async (trx) => {
     let all = await openAll(trx, cipher);
     const kinds = new Set(all.map((r) => r.kind));

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { UserRow } from '../db/users.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
+import type { KeyCipher } from '../key-encryption.js';
 import type { Logger } from '../log.js';
 import type { Limits } from '../services/limits.js';
 import type { Mailer } from '../services/mail.js';
@@ -19,6 +20,8 @@ export interface WebDeps {
   limits: Limits;
   kdf: KdfQueue;
   mailer: Mailer;
+  /** KEYS_SECRET's cipher, for secrets kept at rest (TOTP keys); undefined without it. */
+  cipher: KeyCipher | undefined;
   /** For work that outlives its request (mail sent in the background). */
   log: Logger;
 }

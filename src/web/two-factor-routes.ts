@@ -1,0 +1,137 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { UserRow } from '../db/users.js';
+import { AppError, RetryLaterError } from '../errors.js';
+import {
+  confirmTotp,
+  disableTwoFactor,
+  regenerateRecoveryCodes,
+  totpSetup,
+  twoFactorStatus,
+  type TwoFactorDeps,
+} from '../services/two-factor.js';
+import { formFields, requireUser, type WebDeps } from './context.js';
+import { render } from './render.js';
+
+const BASE = '/account/settings/two-factor';
+
+const NOTICES: Record<string, string> = {
+  disabled: 'Two-factor authentication is off.',
+};
+
+/**
+ * Account settings → Two-factor authentication: set up an authenticator app from a QR code (or
+ * its secret as text), confirmed by one code; then ten recovery codes, shown once; new recovery
+ * codes and turning it off each need a fresh code.
+ */
+export function twoFactorRoutes(deps: WebDeps): Router {
+  const router = new Router();
+  const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
+
+  async function renderStatus(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/two-factor', {
+      title: 'Two-factor authentication · Account settings',
+      tab: 'two-factor',
+      status: await twoFactorStatus(deps.db, user.id),
+      errors,
+      flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
+    }, status);
+  }
+
+  async function renderSetup(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/two-factor-setup', {
+      title: 'Set up two-factor authentication · Account settings',
+      tab: 'two-factor',
+      setup: await totpSetup(settings, user),
+      errors,
+      flash: null,
+    }, status);
+  }
+
+  function renderCodes(ctx: Context, codes: string[], heading: string) {
+    ctx.set('Cache-Control', 'no-store');
+    render(ctx, 'account/settings/recovery-codes', {
+      title: 'Recovery codes · Account settings',
+      tab: 'two-factor',
+      heading,
+      codes,
+      download: `data:text/plain;charset=utf-8;base64,${Buffer.from(`Horizon ID recovery codes for ${requireUser(ctx).username}\n\n${codes.join('\n')}\n`).toString('base64')}`,
+      flash: null,
+    });
+  }
+
+  router.get(BASE, async (ctx) => {
+    await renderStatus(ctx, requireUser(ctx));
+  });
+
+  // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
+  router.post(`${BASE}/setup`, async (ctx) => {
+    const user = requireUser(ctx);
+    await totpSetup(settings, user, { restart: formFields(ctx).restart === '1' });
+    ctx.redirect(`${BASE}/setup`);
+  });
+
+  router.get(`${BASE}/setup`, async (ctx) => {
+    const user = requireUser(ctx);
+    if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
+    await renderSetup(ctx, user);
+  });
+
+  router.post(`${BASE}/setup/confirm`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      renderCodes(ctx, codes, 'Two-factor authentication is on');
+    } catch (err) {
+      const errors = codeError(ctx, err);
+      if (!errors) throw err;
+      if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
+      await renderSetup(ctx, user, errors, statusOf(err));
+    }
+  });
+
+  router.post(`${BASE}/recovery-codes`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      renderCodes(ctx, codes, 'New recovery codes');
+    } catch (err) {
+      const errors = codeError(ctx, err);
+      if (!errors) throw err;
+      await renderStatus(ctx, user, { regenerate_code: errors.code! }, statusOf(err));
+    }
+  });
+
+  router.post(`${BASE}/disable`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      await disableTwoFactor(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      ctx.redirect(`${BASE}?notice=disabled`);
+    } catch (err) {
+      const errors = codeError(ctx, err);
+      if (!errors) throw err;
+      await renderStatus(ctx, user, { disable_code: errors.code! }, statusOf(err));
+    }
+  });
+
+  return router;
+}
+
+/** The name the authenticator app shows beside the account: the issuer's host. */
+function issuerName(deps: WebDeps): string {
+  return `Horizon ID (${new URL(deps.config.issuer).host})`;
+}
+
+/** A wrong code (or a limit's refusal) as the code field's error; anything else is not the form's. */
+function codeError(ctx: Context, err: unknown): { code: string } | undefined {
+  if (err instanceof RetryLaterError) {
+    ctx.set('Retry-After', String(err.retryAfterS));
+    return { code: err.message };
+  }
+  if (err instanceof AppError && err.field === 'code') return { code: err.message };
+  return undefined;
+}
+
+function statusOf(err: unknown): number {
+  return err instanceof AppError ? err.status : 400;
+}

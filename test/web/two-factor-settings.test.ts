@@ -1,0 +1,159 @@
+import { expect } from 'chai';
+import { generate } from 'otplib';
+import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { signIn, visit, type Browser } from '../helpers/browser.js';
+import { makeUser, type TestUser } from '../helpers/factories.js';
+import { fieldError } from '../helpers/html.js';
+import { withClockAhead } from '../helpers/oauth.js';
+
+const BASE = '/account/settings/two-factor';
+
+/** The secret the set-up page shows (grouped in fours for reading). */
+function secretOn(html: string): string {
+  const shown = /data-testid="totp-secret">([A-Z2-7 ]+)</.exec(html)?.[1];
+  if (!shown) throw new Error('no TOTP secret on the page');
+  return shown.replace(/ /g, '');
+}
+
+/** A code for the step `offsetSteps` away from now, as the person's app would show it. */
+function codeFor(secret: string, offsetSteps = 0): Promise<string> {
+  return generate({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSteps * 30 });
+}
+
+/**
+ * Runs `fn` with the clock (the server's too: it runs in this process) moved to the middle of a
+ * 30-second step, so a code computed in the test is still for the same step when it is checked.
+ */
+function atMidStep<T>(fn: () => Promise<T>): Promise<T> {
+  const intoStep = Date.now() % 30_000;
+  return withClockAhead(intoStep <= 15_000 ? 15_000 - intoStep : 45_000 - intoStep, fn);
+}
+
+function codesOn(html: string): string[] {
+  return [...html.matchAll(/<li><code>([a-z0-9]{5}-[a-z0-9]{5})<\/code><\/li>/g)].map((m) => m[1]!);
+}
+
+/** Sets up the app for a signed-in browser; returns the secret and the recovery codes. */
+async function turnOn(browser: Browser): Promise<{ secret: string; codes: string[] }> {
+  await browser.get(BASE).expect(200);
+  await browser.submit(`${BASE}/setup`).expect(302, `${BASE}/setup`);
+  const page = await browser.get(`${BASE}/setup`).expect(200);
+  const secret = secretOn(page.text);
+  const done = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(200);
+  return { secret, codes: codesOn(done.text) };
+}
+
+describeEachProfile('Account settings: two-factor authentication', (profile) => {
+  const idp = useIdp(profile);
+  let user: TestUser;
+  let browser: Browser;
+
+  beforeEach(async () => {
+    user = await makeUser(idp.db);
+    browser = await signIn(idp.url, user);
+  });
+
+  it('sets up an authenticator app from the QR code page with a code the app computes, and shows ten recovery codes once', async () => {
+    await atMidStep(async () => {
+      const status = await browser.get(BASE).expect(200);
+      expect(status.text).to.include('Set up an authenticator app');
+      await browser.submit(`${BASE}/setup`).expect(302, `${BASE}/setup`);
+      const setup = await browser.get(`${BASE}/setup`).expect(200);
+      expect(setup.text).to.match(/<img src="data:image\/svg\+xml;base64,[A-Za-z0-9+/=]+" alt="QR code/);
+      const secret = secretOn(setup.text);
+      expect(secret).to.match(/^[A-Z2-7]{16,}$/);
+      // Reloading the set-up page keeps the same secret: the app scanned it already.
+      expect(secretOn((await browser.get(`${BASE}/setup`).expect(200)).text)).to.equal(secret);
+
+      const done = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(200);
+      const codes = codesOn(done.text);
+      expect(codes).to.have.length(10);
+      expect(new Set(codes).size).to.equal(10);
+      expect(done.headers.get('cache-control')).to.include('no-store');
+
+      const on = await browser.get(BASE).expect(200);
+      expect(on.text).to.include('On');
+      expect(on.text).to.include('data-testid="recovery-codes-left">10<');
+      for (const code of codes) expect(on.text).not.to.include(code);
+      // Stored: the secret only sealed or as given, the codes only as digests.
+      const stored = await idp.db('recovery_codes').where({ user_id: user.id }).select('digest');
+      expect(stored.map((r) => r.digest)).to.have.length(10);
+      for (const code of codes) expect(JSON.stringify(stored)).not.to.include(code);
+    });
+  });
+
+  it('refuses a wrong code at set-up and keeps the same QR code', async () => {
+    await browser.submit(`${BASE}/setup`).expect(302);
+    const secret = secretOn((await browser.get(`${BASE}/setup`).expect(200)).text);
+    const right = await codeFor(secret);
+    const wrong = right === '000000' ? '111111' : '000000';
+    const page = await browser.submit(`${BASE}/setup/confirm`, { code: wrong }).expect(400);
+    expect(fieldError(page.text, 'code')).to.match(/not right/);
+    expect(secretOn(page.text)).to.equal(secret);
+    expect((await browser.get(BASE).expect(200)).text).to.include('Continue setting up');
+  });
+
+  it('accepts the code of the step before (clock drift) but not one two steps ahead', async () => {
+    await atMidStep(async () => {
+      await browser.submit(`${BASE}/setup`).expect(302);
+      const secret = secretOn((await browser.get(`${BASE}/setup`).expect(200)).text);
+      const far = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, 2) }).expect(400);
+      expect(fieldError(far.text, 'code')).to.match(/not right/);
+      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, -1) }).expect(200);
+    });
+  });
+
+  it('turning it off needs a fresh code: the code used to turn it on is refused, a recovery code works once', async () => {
+    await atMidStep(async () => {
+      const { secret, codes } = await turnOn(browser);
+      const replayed = await browser.submit(`${BASE}/disable`, { code: await codeFor(secret) }).expect(400);
+      expect(fieldError(replayed.text, 'disable_code')).to.match(/not right|used already/);
+
+      // Regenerating with a recovery code spends it; the old set stops working.
+      const regenerated = await browser.submit(`${BASE}/recovery-codes`, { code: codes[0]!.toUpperCase() }).expect(200);
+      const fresh = codesOn(regenerated.text);
+      expect(fresh).to.have.length(10);
+      const old = await browser.submit(`${BASE}/disable`, { code: codes[1]! }).expect(400);
+      expect(fieldError(old.text, 'disable_code')).to.match(/not right/);
+
+      await browser.submit(`${BASE}/disable`, { code: fresh[0]! }).expect(302, `${BASE}?notice=disabled`);
+      expect((await browser.get(BASE).expect(200)).text).to.include('Set up an authenticator app');
+      expect(await idp.db('user_totp').where({ user_id: user.id }).first()).to.equal(undefined);
+      expect(await idp.db('recovery_codes').where({ user_id: user.id }).first()).to.equal(undefined);
+      const trail = await idp.db('audit_events').where({ target: user.username }).orderBy('id').pluck('action');
+      expect(trail).to.include.members(['user.two_factor.enable', 'user.two_factor.recovery_codes', 'user.two_factor.disable']);
+    });
+  });
+
+  it('of 16 parallel uses of one recovery code exactly one is accepted', async () => {
+    const { codes } = await turnOn(browser);
+    const answers = await Promise.all(Array.from({ length: 16 }, () => browser.submit(`${BASE}/recovery-codes`, { code: codes[3]! })));
+    expect(answers.filter((a) => a.status === 200)).to.have.length(1);
+    // The others are wrong codes now, counted like wrong passwords: refused, or past the limit, 429.
+    expect(answers.filter((a) => a.status !== 200).map((a) => a.status)).to.satisfy((all: number[]) => all.every((s) => s === 400 || s === 429));
+  });
+
+  it('refuses a post without the CSRF token, and sends a signed-out visitor to sign in', async () => {
+    const res = await browser.postForm(`${BASE}/setup`, {});
+    expect(res.status).to.equal(403);
+    expect(await idp.db('user_totp').where({ user_id: user.id }).first()).to.equal(undefined);
+    const visitor = await visit(idp.url);
+    await visitor.get(BASE).expect(302, `/login?return_to=${encodeURIComponent(BASE)}`);
+  });
+});
+
+describeEachProfile('Account settings: two-factor authentication with KEYS_SECRET', (profile) => {
+  const idp = useIdp(profile, { KEYS_SECRET: 'a-test-secret-of-at-least-32-characters' });
+
+  it('stores the TOTP secret sealed, and still checks codes with it', async () => {
+    const user = await makeUser(idp.db);
+    const browser = await signIn(idp.url, user);
+    await atMidStep(async () => {
+      const { secret } = await turnOn(browser);
+      const row = await idp.db('user_totp').where({ user_id: user.id }).first('secret');
+      expect(row.secret).to.match(/^enc:v1:/);
+      expect(row.secret).not.to.include(secret);
+    });
+    expect((await browser.get(BASE).expect(200)).text).to.include('data-testid="recovery-codes-left">10<');
+  });
+});
