@@ -10,6 +10,7 @@ import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
+import { amrOf, SecondFactorStep } from '../web/second-factor.js';
 import { allowFormActionTo } from '../edge/security-headers.js';
 
 /**
@@ -19,6 +20,7 @@ import { allowFormActionTo } from '../edge/security-headers.js';
 export function interactionRoutes(deps: WebDeps & { provider: Provider }): Router {
   const { provider, db } = deps;
   const router = new Router({ prefix: '/interaction/:uid' });
+  const secondFactor = new SecondFactorStep(deps);
 
   router.use(async function expiredInteraction(ctx: Context, next: Next) {
     try {
@@ -79,8 +81,26 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const page = { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '', values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
+    if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
     ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(user.id) } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(user.id), amr: amrOf() } }, { mergeWithLastSubmission: false });
+  });
+
+  router.get('/two-factor', async (ctx) => {
+    const interaction = await details(ctx);
+    const place = { flow: interaction.uid };
+    if (interaction.prompt.name !== 'login' || !(await secondFactor.waiting(ctx, place))) return ctx.redirect(`/interaction/${interaction.uid}`);
+    secondFactor.renderChallenge(ctx, { action: `/interaction/${interaction.uid}/two-factor` });
+  });
+
+  router.post('/two-factor', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a code');
+    const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', { action: `/interaction/${interaction.uid}/two-factor` });
+    if (passed === 'failed') return;
+    if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
+    ctx.respond = false;
+    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(passed.user.id), amr: passed.amr } }, { mergeWithLastSubmission: false });
   });
 
   router.post('/confirm', async (ctx) => {

@@ -49,8 +49,9 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // Accounts are rows of the users table (accounts.ts).
     findAccount: (_ctx, sub) => findAccount(db, sub),
     // The claims each OpenID Connect scope releases, in the ID token and at userinfo alike.
+    // The ID token's `amr` says how the person signed in (pwd; otp and mfa with two-factor).
     claims: {
-      openid: ['sub'],
+      openid: ['sub', 'amr'],
       profile: ['preferred_username', 'name'],
       email: ['email', 'email_verified'],
     },

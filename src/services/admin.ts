@@ -7,6 +7,7 @@ import { findUserById, type UserRow } from '../db/users.js';
 import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
 import { auditActorId, type Actor } from './context.js';
+import { removeTwoFactor, twoFactorStatus } from './two-factor.js';
 import { authorizedApplicationsOf, revokeUserGrant } from './grants.js';
 import { sendPasswordReset as mailPasswordReset } from './password-reset.js';
 import { signOutEverywhere } from './sessions.js';
@@ -136,4 +137,15 @@ export async function sendPasswordReset(deps: MailDeps, actor: Actor, user: User
     throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');
   }
   await recordSiteAudit(deps.db, actor, 'user.password_reset.send', user, now());
+}
+
+/**
+ * Turns off a person's two-factor authentication (their app and recovery codes), for someone who
+ * lost both; they sign in with their password alone and can set it up again. Audited as the
+ * administrator's act. False when it was not on.
+ */
+export async function resetTwoFactor(db: Knex, actor: Actor, user: UserRow): Promise<boolean> {
+  if (!(await twoFactorStatus(db, user.id)).enabled) return false;
+  await removeTwoFactor(db, user, { actorId: auditActorId(actor), ip: actor.ip, action: 'user.two_factor.reset' });
+  return true;
 }

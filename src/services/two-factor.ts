@@ -41,6 +41,11 @@ export interface TwoFactorDeps {
 
 type Person = Pick<UserRow, 'id' | 'username'>;
 
+/** What checking a code needs (no issuer name: nothing is shown). */
+type CheckDeps = Omit<TwoFactorDeps, 'issuerName'>;
+/** What setting up needs (no limits: a set-up code is checked without counting). */
+type SetupDeps = Omit<TwoFactorDeps, 'limits'>;
+
 /** 30-second steps, one step of drift either way. */
 const DRIFT_S = 30;
 const RECOVERY_CODES = 10;
@@ -78,13 +83,13 @@ function sealKind(userId: number): string {
   return `totp:${userId}`;
 }
 
-function openSecret(deps: TwoFactorDeps, userId: number, stored: string): string {
+function openSecret(deps: Pick<TwoFactorDeps, 'cipher'>, userId: number, stored: string): string {
   if (!isSealed(stored)) return stored;
   if (!deps.cipher) throw new Error('a TOTP secret is sealed and KEYS_SECRET is not set');
   return deps.cipher.open(sealKind(userId), stored);
 }
 
-async function describeSetup(deps: TwoFactorDeps, user: Person, secret: string): Promise<TotpSetup> {
+async function describeSetup(deps: SetupDeps, user: Person, secret: string): Promise<TotpSetup> {
   const uri = generateURI({ issuer: deps.issuerName, label: user.username, secret });
   const svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   return { secret, uri, qrCode: `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}` };
@@ -94,7 +99,7 @@ async function describeSetup(deps: TwoFactorDeps, user: Person, secret: string):
  * The set-up in progress, or a new one: a new secret is made only when there is none, so the
  * set-up page can be reloaded (or shown again after a wrong code) with the same QR code.
  */
-export async function totpSetup(deps: TwoFactorDeps, user: Person, options: { restart?: boolean } = {}): Promise<TotpSetup> {
+export async function totpSetup(deps: SetupDeps, user: Person, options: { restart?: boolean } = {}): Promise<TotpSetup> {
   const found = await findTotp(deps.db, user.id);
   if (found?.confirmed_at) throw new ConflictError('code', 'Two-factor authentication is already on.');
   if (found && !options.restart) return describeSetup(deps, user, openSecret(deps, user.id, found.secret));
@@ -134,7 +139,7 @@ async function storeRecoveryCodes(db: Knex, userId: number, at: string): Promise
  * Confirms the set-up with a code from the app: two-factor authentication is then on, and the
  * ten recovery codes are returned, to be shown once.
  */
-export async function confirmTotp(deps: TwoFactorDeps, user: Person, code: string, ip: string | null): Promise<string[]> {
+export async function confirmTotp(deps: SetupDeps, user: Person, code: string, ip: string | null): Promise<string[]> {
   const found = await findTotp(deps.db, user.id);
   if (!found || found.confirmed_at) throw new ConflictError('code', found ? 'Two-factor authentication is already on.' : 'Start the set-up again: it was not found.');
   const step = await stepOf(openSecret(deps, user.id, found.secret), normaliseCode(code));
@@ -155,7 +160,7 @@ export type SecondFactor = 'otp' | 'recovery';
  * against the account's sign-in limits like a password: a 429 past them, and a right code gives
  * the address its point back. Throws a ValidationError on `code` when it is wrong.
  */
-export async function verifySecondFactor(deps: TwoFactorDeps, user: Person, code: string, ip: string): Promise<SecondFactor> {
+export async function verifySecondFactor(deps: CheckDeps, user: Person, code: string, ip: string): Promise<SecondFactor> {
   const attempt = await deps.limits.beforeSignIn(`2fa:${user.id}`, ip);
   const used = await checkSecondFactor(deps, user, normaliseCode(code));
   if (!used) {
@@ -166,7 +171,7 @@ export async function verifySecondFactor(deps: TwoFactorDeps, user: Person, code
   return used;
 }
 
-async function checkSecondFactor(deps: TwoFactorDeps, user: Person, code: string): Promise<SecondFactor | undefined> {
+async function checkSecondFactor(deps: CheckDeps, user: Person, code: string): Promise<SecondFactor | undefined> {
   const found = await findTotp(deps.db, user.id);
   if (!found?.confirmed_at) return undefined;
   if (/^\d{6}$/.test(code)) {

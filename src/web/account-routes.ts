@@ -6,10 +6,12 @@ import { AccountDisabledError, signIn, signUp } from '../services/users.js';
 import { sendVerificationInBackground } from '../services/verification.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
+import { amrOf, SecondFactorStep } from './second-factor.js';
 
 /** Sign up, sign in, sign out. */
 export function accountRoutes(deps: WebDeps): Router {
   const router = new Router();
+  const secondFactor = new SecondFactorStep(deps);
 
   router.get('/', (ctx) => {
     if (ctx.state.user) return ctx.redirect('/groups');
@@ -26,8 +28,26 @@ export function accountRoutes(deps: WebDeps): Router {
     const page = { title: 'Sign in', action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
-    await deps.sessions.signIn(ctx, user.id);
-    ctx.redirect(safeReturnTo(form.return_to));
+    const returnTo = safeReturnTo(form.return_to);
+    if (await secondFactor.needed(ctx, user, 'site')) return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(returnTo)}`);
+    await deps.sessions.signIn(ctx, user.id, amrOf());
+    ctx.redirect(returnTo);
+  });
+
+  router.get('/login/two-factor', async (ctx) => {
+    if (!(await secondFactor.waiting(ctx, 'site'))) return ctx.redirect('/login');
+    secondFactor.renderChallenge(ctx, { action: '/login/two-factor', returnTo: safeReturnTo(ctx.query.return_to) });
+  });
+
+  router.post('/login/two-factor', async (ctx) => {
+    const form = formFields(ctx);
+    const page = { action: '/login/two-factor', returnTo: safeReturnTo(form.return_to) };
+    const passed = await secondFactor.verify(ctx, 'site', form.code ?? '', page);
+    if (passed === 'failed') return;
+    // Nothing waiting (the five minutes passed, or another browser): start again.
+    if (!passed) return ctx.redirect('/login');
+    await deps.sessions.signIn(ctx, passed.user.id, passed.amr);
+    ctx.redirect(page.returnTo);
   });
 
   router.get('/signup', (ctx) => {

@@ -7,7 +7,8 @@ import { NotFoundError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { isDisabled, isSiteAdmin } from '../policies/site.js';
 import { toIso } from '../time.js';
-import { disableUser, enableUser, findUsers, requireUserById, sendPasswordReset, siteAuditLog } from '../services/admin.js';
+import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, sendPasswordReset, siteAuditLog } from '../services/admin.js';
+import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import { actorOf, type WebDeps } from './context.js';
 import { render } from './render.js';
@@ -22,6 +23,8 @@ const NOTICES: Record<string, string> = {
   'already-disabled': 'The account was disabled already. Its grants and tokens were revoked again.',
   'already-enabled': 'The account was enabled already.',
   'reset-sent': 'Password reset link sent to the account’s e-mail address.',
+  'two-factor-reset': 'Two-factor authentication turned off. The person signs in with their password and can set it up again.',
+  'two-factor-off': 'Two-factor authentication was not on.',
 };
 
 /** Whether a path belongs to the Admin area. */
@@ -153,6 +156,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
       title: `${user.username} · Admin`,
       tab: 'users',
       user: adminUser(user),
+      twoFactor: await twoFactorStatus(db, user.id),
       self: user.id === actorOf(ctx).userId,
       flash: NOTICES[key] ?? null,
     });
@@ -180,6 +184,12 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     const user = await targetUser(ctx);
     await sendPasswordReset(deps, actorOf(ctx), user);
     ctx.redirect(`${userUrl(user)}?notice=reset-sent`);
+  });
+
+  router.post('/users/:id/two-factor-reset', async (ctx) => {
+    const user = await targetUser(ctx);
+    const changed = await resetTwoFactor(db, actorOf(ctx), user);
+    ctx.redirect(`${userUrl(user)}?notice=${changed ? 'two-factor-reset' : 'two-factor-off'}`);
   });
 
   router.get('/audit', async (ctx) => {

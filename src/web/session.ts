@@ -52,13 +52,16 @@ export class SiteSessions {
     return session?.accountId ? session.uid : undefined;
   }
 
-  /** A new session (new id) on every sign-in: no session fixation, no grants of a previous user. */
-  async signIn(ctx: Context, userId: number): Promise<void> {
+  /**
+   * A new session (new id) on every sign-in: no session fixation, no grants of a previous user.
+   * `amr` says how the person signed in; ID tokens of the session carry it.
+   */
+  async signIn(ctx: Context, userId: number, amr: string[] = ['pwd']): Promise<void> {
     this.read.delete(ctx);
     const previous = (await this.provider.Session.get(ctx as never)) as StoredSession;
     if (!previous.new) await this.destroy(previous);
     const session = new this.provider.Session() as StoredSession;
-    session.loginAccount({ accountId: String(userId) });
+    session.loginAccount({ accountId: String(userId), amr });
     await session.save(TTL.Session);
     await this.seen(ctx, session);
     this.cookies(ctx).set(this.provider.cookieName('session'), session.id, {

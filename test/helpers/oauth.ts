@@ -22,24 +22,26 @@ export function authorizeUrl(base: string, o: AuthorizeRequest): string {
  * browser leaves the provider. Returns the redirect into `callback` (not followed) or, without
  * one, the page the browser lands on.
  */
-export async function passProvider(browser: Browser, start: string, person?: Person, o: { deny?: boolean; callback?: string } = {}): Promise<Page> {
+export async function passProvider(browser: Browser, start: string, person?: Person, o: { deny?: boolean; callback?: string; secondFactor?: () => Promise<string> } = {}): Promise<Page> {
   const provider = new URL(browser.base).origin;
   let page = await browser.follow(start, o.callback);
-  for (let step = 0; step < 4; step += 1) {
+  for (let step = 0; step < 5; step += 1) {
     if (page.url.origin !== provider || page.headers.has('location')) return page;
     expect(page.status, `${page.url} at step ${step}: ${page.text.slice(0, 300)}`).to.equal(200);
     const signingIn = page.text.includes('name="password"');
+    const secondStep = page.text.includes('data-testid="two-factor-form"');
     if (signingIn && !person) throw new Error('the flow asked for a password and no person was given');
-    const fields: Record<string, string> = signingIn ? { login: person!.username, password: person!.password } : {};
-    const action = formAction(page.text, signingIn ? '/login' : o.deny ? '/abort' : '/confirm');
+    if (secondStep && !o.secondFactor) throw new Error('the flow asked for a second factor and no code was given');
+    const fields: Record<string, string> = signingIn ? { login: person!.username, password: person!.password } : secondStep ? { code: await o.secondFactor!() } : {};
+    const action = formAction(page.text, signingIn ? '/login' : secondStep ? '/two-factor' : o.deny ? '/abort' : '/confirm');
     page = await browser.follow(await browser.submit(action, fields), o.callback);
   }
-  throw new Error(`still at the provider after four steps: ${page.url}`);
+  throw new Error(`still at the provider after five steps: ${page.url}`);
 }
 
-/** authorize → sign in (when asked) → consent → the redirect to the callback, whose URL it returns. */
-export async function authorize(browser: Browser, request: AuthorizeRequest, person?: Person): Promise<URL> {
-  const page = await passProvider(browser, authorizeUrl(browser.base, request), person, { deny: request.deny, callback: request.redirectUri });
+/** authorize → sign in (when asked, with `secondFactor`'s code when two-factor is on) → consent → the redirect to the callback, whose URL it returns. */
+export async function authorize(browser: Browser, request: AuthorizeRequest, person?: Person, secondFactor?: () => Promise<string>): Promise<URL> {
+  const page = await passProvider(browser, authorizeUrl(browser.base, request), person, { deny: request.deny, callback: request.redirectUri, secondFactor });
   return callbackOf(page, request.redirectUri);
 }
 

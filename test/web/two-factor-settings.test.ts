@@ -1,10 +1,9 @@
 import { expect } from 'chai';
-import { generate } from 'otplib';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, visit, type Browser } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
 import { fieldError } from '../helpers/html.js';
-import { withClockAhead } from '../helpers/oauth.js';
+import { atMidStep, codeFor } from '../helpers/totp.js';
 
 const BASE = '/account/settings/two-factor';
 
@@ -13,20 +12,6 @@ function secretOn(html: string): string {
   const shown = /data-testid="totp-secret">([A-Z2-7 ]+)</.exec(html)?.[1];
   if (!shown) throw new Error('no TOTP secret on the page');
   return shown.replace(/ /g, '');
-}
-
-/** A code for the step `offsetSteps` away from now, as the person's app would show it. */
-function codeFor(secret: string, offsetSteps = 0): Promise<string> {
-  return generate({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSteps * 30 });
-}
-
-/**
- * Runs `fn` with the clock (the server's too: it runs in this process) moved to the middle of a
- * 30-second step, so a code computed in the test is still for the same step when it is checked.
- */
-function atMidStep<T>(fn: () => Promise<T>): Promise<T> {
-  const intoStep = Date.now() % 30_000;
-  return withClockAhead(intoStep <= 15_000 ? 15_000 - intoStep : 45_000 - intoStep, fn);
 }
 
 function codesOn(html: string): string[] {
