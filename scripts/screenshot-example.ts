@@ -60,7 +60,7 @@ try {
   await page.goto(`${exampleUrl}/`);
   await page.getByLabel('Username or email').fill('ada');
   await page.getByLabel('Password').fill('correct horse battery');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('button', { name: 'Authorize' }).click();
   await page.waitForURL(`${exampleUrl}/`);
   await page.screenshot({ path: OUT });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import { Redis } from 'ioredis';
@@ -30,6 +31,8 @@ import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { twoFactorRoutes } from './web/two-factor-routes.js';
+import { passkeyRoutes } from './web/passkey-routes.js';
+import { pruneAnsweredChallenges } from './services/passkeys.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
@@ -64,6 +67,9 @@ const STATIC = join(VIEWS, 'static');
 const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
   '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },
+  '/static/passkeys.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'passkeys.js')) },
+  // @simplewebauthn/browser's own bundle, served from here (no CDN): it defines SimpleWebAuthnBrowser.
+  '/static/webauthn.js': { type: 'application/javascript', body: readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '../dist/bundle/index.umd.min.js')) },
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -174,7 +180,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps)]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });
@@ -194,6 +200,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
   const sessionPruner = setInterval(() => {
     pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
+    pruneAnsweredChallenges(db).catch((err: unknown) => logger.warn({ err }, 'pruning answered passkey challenges failed'));
   }, 10 * 60 * 1000).unref();
 
   return {

@@ -11,15 +11,18 @@ export interface CookieNames {
   csrf: string;
   /** A sign-in whose password was right, waiting for its second factor (signed, five minutes). */
   secondFactor: string;
+  /** A passkey challenge given to this browser (signed, five minutes). */
+  passkey: string;
 }
 
 export function cookieNames(secure: boolean): CookieNames {
-  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa' };
+  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa', passkey: 'idp_passkey' };
   return {
     session: '__Host-idp_session',
     interaction: '__Secure-idp_interaction',
     resume: '__Secure-idp_interaction_resume',
     csrf: '__Host-idp_csrf',
     secondFactor: '__Host-idp_2fa',
+    passkey: '__Host-idp_passkey',
   };
 }

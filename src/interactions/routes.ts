@@ -10,8 +10,19 @@ import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
+import { PasskeyChallenges } from '../web/passkey-routes.js';
 import { amrOf, SecondFactorStep } from '../web/second-factor.js';
 import { allowFormActionTo } from '../edge/security-headers.js';
+
+/** The flow's second-step page: the code and a passkey's answer post within the flow. */
+function flowPage(uid: string) {
+  return { action: `/interaction/${uid}/two-factor`, passkey: { action: `/interaction/${uid}/passkey`, uid } };
+}
+
+/** The flow's sign-in page. */
+function loginPage(uid: string) {
+  return { title: 'Sign in', action: `/interaction/${uid}/login`, returnTo: '', passkey: { action: `/interaction/${uid}/passkey`, uid } };
+}
 
 /**
  * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
@@ -21,6 +32,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   const { provider, db } = deps;
   const router = new Router({ prefix: '/interaction/:uid' });
   const secondFactor = new SecondFactorStep(deps);
+  const passkeys = new PasskeyChallenges(deps);
 
   router.use(async function expiredInteraction(ctx: Context, next: Next) {
     try {
@@ -63,7 +75,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
-      render(ctx, 'login', { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '' });
+      render(ctx, 'login', loginPage(interaction.uid));
       return;
     }
     const unverified = await unverifiedAccount(interaction);
@@ -78,7 +90,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
     const form = formFields(ctx);
-    const page = { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '', values: { login: form.login ?? '' } };
+    const page = { ...loginPage(interaction.uid), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
@@ -90,13 +102,13 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const interaction = await details(ctx);
     const place = { flow: interaction.uid };
     if (interaction.prompt.name !== 'login' || !(await secondFactor.waiting(ctx, place))) return ctx.redirect(`/interaction/${interaction.uid}`);
-    secondFactor.renderChallenge(ctx, { action: `/interaction/${interaction.uid}/two-factor` });
+    await secondFactor.renderChallenge(ctx, flowPage(interaction.uid));
   });
 
   router.post('/two-factor', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a code');
-    const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', { action: `/interaction/${interaction.uid}/two-factor` });
+    const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', flowPage(interaction.uid));
     if (passed === 'failed') return;
     if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
     ctx.respond = false;
@@ -119,6 +131,22 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     });
     ctx.respond = false;
     await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  });
+
+  // A passkey's answer: the sign-in alone, or the second factor after the password.
+  router.post('/passkey', async (ctx) => {
+    const interaction = await details(ctx);
+    if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a passkey');
+    const place = { flow: interaction.uid };
+    const waiting = await passkeys.secondFactor.waiting(ctx, place);
+    const signedIn = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status) =>
+      waiting
+        ? passkeys.secondFactor.renderChallenge(ctx, flowPage(interaction.uid), message, status)
+        : render(ctx, 'login', { ...loginPage(interaction.uid), errors: { login: message } }, status),
+    );
+    if (!signedIn) return;
+    ctx.respond = false;
+    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(signedIn.user.id), amr: signedIn.amr } }, { mergeWithLastSubmission: false });
   });
 
   router.post('/abort', async (ctx) => {

@@ -26,7 +26,7 @@ const WRONG_PASSWORD = 'The current password is incorrect.';
  * Checks the account's current password as the sign-in forms do (limits first, then the hash in
  * the bounded queue); a ValidationError on `field` when it is wrong. A 429 or 503 passes through.
  */
-async function confirmPassword(deps: SignInDeps, user: UserRow, password: string, ip: string, field: string): Promise<void> {
+export async function confirmPassword(deps: SignInDeps, user: UserRow, password: string, ip: string, field: string): Promise<void> {
   if (!password) throw new ValidationError(field, 'Enter your current password.');
   const confirmed = await signIn(deps, { login: user.username, password, ip });
   if (confirmed?.id !== user.id) throw new ValidationError(field, WRONG_PASSWORD);

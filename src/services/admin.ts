@@ -7,6 +7,7 @@ import { findUserById, type UserRow } from '../db/users.js';
 import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
 import { auditActorId, type Actor } from './context.js';
+import { listPasskeys } from './passkeys.js';
 import { removeTwoFactor, twoFactorStatus } from './two-factor.js';
 import { authorizedApplicationsOf, revokeUserGrant } from './grants.js';
 import { sendPasswordReset as mailPasswordReset } from './password-reset.js';
@@ -140,12 +141,13 @@ export async function sendPasswordReset(deps: MailDeps, actor: Actor, user: User
 }
 
 /**
- * Turns off a person's two-factor authentication (their app and recovery codes), for someone who
- * lost both; they sign in with their password alone and can set it up again. Audited as the
- * administrator's act. False when it was not on.
+ * Turns off a person's two-factor authentication (their app, recovery codes and passkeys: they
+ * may be on the lost device), for someone who lost them; they sign in with their password alone
+ * and can set it up again. Audited as the administrator's act. False when there was nothing.
  */
 export async function resetTwoFactor(db: Knex, actor: Actor, user: UserRow): Promise<boolean> {
-  if (!(await twoFactorStatus(db, user.id)).enabled) return false;
-  await removeTwoFactor(db, user, { actorId: auditActorId(actor), ip: actor.ip, action: 'user.two_factor.reset' });
+  const [status, passkeys] = await Promise.all([twoFactorStatus(db, user.id), listPasskeys(db, user.id)]);
+  if (!status.enabled && !status.pending && !passkeys.length) return false;
+  await removeTwoFactor(db, user, { actorId: auditActorId(actor), ip: actor.ip, action: 'user.two_factor.reset' }, { passkeys: true });
   return true;
 }

@@ -13,6 +13,7 @@ import {
   unusedRecoveryCodes,
   useRecoveryCode,
 } from '../db/two-factor.js';
+import { deletePasskeysOf } from '../db/passkeys.js';
 import type { UserRow } from '../db/users.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { isSealed, type KeyCipher } from '../key-encryption.js';
@@ -199,11 +200,12 @@ export async function disableTwoFactor(deps: TwoFactorDeps, user: Person, code: 
   await removeTwoFactor(deps.db, user, { actorId: user.id, ip, action: 'user.two_factor.disable' });
 }
 
-/** Removes the app and the recovery codes, with its audit record, in one transaction. */
-export async function removeTwoFactor(db: Knex, user: Person, audit: { actorId: number | null; ip: string | null; action: string }): Promise<void> {
+/** Removes the app and the recovery codes (and with `passkeys`, every passkey), with its audit record, in one transaction. */
+export async function removeTwoFactor(db: Knex, user: Person, audit: { actorId: number | null; ip: string | null; action: string }, options: { passkeys?: boolean } = {}): Promise<void> {
   await db.transaction(async (trx) => {
     await deleteTotp(trx, user.id);
     await deleteRecoveryCodes(trx, user.id);
+    if (options.passkeys) await deletePasskeysOf(trx, user.id);
     await recordAudit(trx, { groupId: null, actorId: audit.actorId, action: audit.action, target: user.username, ip: audit.ip }, now());
   });
 }

@@ -8,6 +8,11 @@ import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep } from './second-factor.js';
 
+/** The site's second-step page: the code posts to /login/two-factor, a passkey to /login/passkey. */
+function sitePage(returnTo: string) {
+  return { action: '/login/two-factor', returnTo, passkey: { action: '/login/passkey', uid: '' } };
+}
+
 /** Sign up, sign in, sign out. */
 export function accountRoutes(deps: WebDeps): Router {
   const router = new Router();
@@ -20,12 +25,12 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.get('/login', (ctx) => {
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
-    render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo: safeReturnTo(ctx.query.return_to) });
+    render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo: safeReturnTo(ctx.query.return_to), passkey: { action: '/login/passkey', uid: '' } });
   });
 
   router.post('/login', async (ctx) => {
     const form = formFields(ctx);
-    const page = { title: 'Sign in', action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' } };
+    const page = { title: 'Sign in', action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' }, passkey: { action: '/login/passkey', uid: '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     const returnTo = safeReturnTo(form.return_to);
@@ -36,12 +41,12 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.get('/login/two-factor', async (ctx) => {
     if (!(await secondFactor.waiting(ctx, 'site'))) return ctx.redirect('/login');
-    secondFactor.renderChallenge(ctx, { action: '/login/two-factor', returnTo: safeReturnTo(ctx.query.return_to) });
+    await secondFactor.renderChallenge(ctx, sitePage(safeReturnTo(ctx.query.return_to)));
   });
 
   router.post('/login/two-factor', async (ctx) => {
     const form = formFields(ctx);
-    const page = { action: '/login/two-factor', returnTo: safeReturnTo(form.return_to) };
+    const page = sitePage(safeReturnTo(form.return_to));
     const passed = await secondFactor.verify(ctx, 'site', form.code ?? '', page);
     if (passed === 'failed') return;
     // Nothing waiting (the five minutes passed, or another browser): start again.

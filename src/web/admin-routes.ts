@@ -8,6 +8,7 @@ import { parseId } from '../ids.js';
 import { isDisabled, isSiteAdmin } from '../policies/site.js';
 import { toIso } from '../time.js';
 import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, sendPasswordReset, siteAuditLog } from '../services/admin.js';
+import { listPasskeys } from '../services/passkeys.js';
 import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import { actorOf, type WebDeps } from './context.js';
@@ -157,6 +158,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
       tab: 'users',
       user: adminUser(user),
       twoFactor: await twoFactorStatus(db, user.id),
+      passkeyCount: (await listPasskeys(db, user.id)).length,
       self: user.id === actorOf(ctx).userId,
       flash: NOTICES[key] ?? null,
     });

@@ -2,10 +2,12 @@ import type { Context } from 'koa';
 import { cookieNames } from '../cookie-names.js';
 import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
+import { listPasskeys } from '../services/passkeys.js';
 import { hasTwoFactor, verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import type { WebDeps } from './context.js';
 import { render } from './render.js';
+import { SignedCookie } from './signed-cookie.js';
 
 /**
  * The second step of a sign-in, for accounts with two-factor authentication on, in the site's
@@ -30,15 +32,16 @@ export interface ChallengePage {
   action: string;
   /** The site's return target, carried through the form. */
   returnTo?: string;
+  /** Where a passkey's answer posts, and the flow's uid for its options ('' on the site). */
+  passkey: { action: string; uid: string };
 }
 
 export class SecondFactorStep {
-  private readonly cookie: string;
-  private readonly secure: boolean;
+  private readonly cookie: SignedCookie;
 
   constructor(private readonly deps: WebDeps) {
-    this.secure = deps.config.issuer.startsWith('https://');
-    this.cookie = cookieNames(this.secure).secondFactor;
+    const secure = deps.config.issuer.startsWith('https://');
+    this.cookie = new SignedCookie(cookieNames(secure).secondFactor, PENDING_MS, secure);
   }
 
   private bound(place: SignInPlace): string {
@@ -51,22 +54,34 @@ export class SecondFactorStep {
    */
   async needed(ctx: Context, user: UserRow, place: SignInPlace): Promise<boolean> {
     if (!(await hasTwoFactor(this.deps.db, user.id))) return false;
-    const value = `${user.id}.${Date.now() + PENDING_MS}.${this.bound(place)}`;
-    ctx.cookies.set(this.cookie, value, { httpOnly: true, sameSite: 'lax', secure: this.secure, signed: true, maxAge: PENDING_MS, overwrite: true });
+    this.cookie.set(ctx, [String(user.id), this.bound(place)]);
     return true;
   }
 
   /** The account waiting for its second factor at `place`, if the cookie is there, genuine and fresh. */
   async waiting(ctx: Context, place: SignInPlace): Promise<UserRow | undefined> {
-    const value = ctx.cookies.get(this.cookie, { signed: true });
-    const [id, until, ...rest] = (value ?? '').split('.');
-    if (!value || rest.join('.') !== this.bound(place) || !(Number(until) > Date.now())) return undefined;
+    const [id, bound] = this.cookie.read(ctx) ?? [];
+    if (!id || bound !== this.bound(place)) return undefined;
     return signedInUserById(this.deps.db, Number(id));
   }
 
-  renderChallenge(ctx: Context, page: ChallengePage, error?: string, status = 200): void {
+  /** The page asking for the code (and offering a passkey, when the account has one). */
+  async renderChallenge(ctx: Context, page: ChallengePage, error?: string, status = 200): Promise<void> {
+    const user = this.cookie.read(ctx)?.[0];
+    const passkeys = user ? await listPasskeys(this.deps.db, Number(user)) : [];
     ctx.set('Cache-Control', 'no-store');
-    render(ctx, 'two-factor-challenge', { title: 'Two-factor authentication', ...page, returnTo: page.returnTo ?? '', errors: error ? { code: error } : {} }, status);
+    render(ctx, 'two-factor-challenge', {
+      title: 'Two-factor authentication',
+      ...page,
+      returnTo: page.returnTo ?? '',
+      passkey: passkeys.length ? page.passkey : null,
+      errors: error ? { code: error } : {},
+    }, status);
+  }
+
+  /** The waiting sign-in is done (by a passkey): its cookie goes. */
+  forget(ctx: Context): void {
+    this.cookie.clear(ctx);
   }
 
   /**
@@ -79,12 +94,12 @@ export class SecondFactorStep {
     if (!user) return undefined;
     try {
       const factor = await verifySecondFactor(this.deps, user, code, ctx.ip);
-      ctx.cookies.set(this.cookie, null, { httpOnly: true, sameSite: 'lax', secure: this.secure, signed: true, overwrite: true });
+      this.forget(ctx);
       return { user, amr: amrOf(factor) };
     } catch (err) {
       if (!(err instanceof AppError && (err.field === 'code' || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      this.renderChallenge(ctx, page, err.message, err.status);
+      await this.renderChallenge(ctx, page, err.message, err.status);
       return 'failed';
     }
   }

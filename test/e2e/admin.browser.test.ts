@@ -55,7 +55,7 @@ describeEachProfile('Admin area in a real browser', function (profile) {
     expect(new URL(userPage.url()).pathname).to.equal('/login');
     await userPage.getByLabel('Username or email').fill(user.username);
     await userPage.getByLabel('Password').fill(user.password);
-    await userPage.getByRole('button', { name: 'Sign in' }).click();
+    await userPage.getByRole('button', { name: 'Sign in', exact: true }).click();
     expect(await userPage.getByRole('alert').textContent()).to.equal('This account is disabled. Contact the site administrator.');
     expect(new URL(userPage.url()).pathname).to.equal('/login');
 

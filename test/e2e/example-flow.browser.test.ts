@@ -41,7 +41,7 @@ describeEachProfile('a browser through the example third-party server', function
   async function signIn(page: Page, login: string): Promise<void> {
     await page.getByLabel('Username or email').fill(login);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   }
 
   it('registers the example by the click path, signs in through it, lists groups there, and revokes it', async () => {

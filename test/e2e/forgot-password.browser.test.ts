@@ -51,7 +51,7 @@ describeEachProfile('Forgot password in a real browser', function (profile) {
       await page.getByRole('link', { name: 'Sign in' }).last().click();
       await page.getByLabel('Username or email').fill(user.username);
       await page.getByLabel('Password').fill(NEW_PASSWORD);
-      await Promise.all([page.waitForURL(`${idp.url}/groups`), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await Promise.all([page.waitForURL(`${idp.url}/groups`), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
     } finally {
       await context.close();
     }

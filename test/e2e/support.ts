@@ -18,5 +18,5 @@ export async function signInThroughPage(page: Page, base: string, user: { userna
   await page.goto(`${base}/login`);
   await page.getByLabel('Username or email').fill(user.username);
   await page.getByLabel('Password').fill(user.password);
-  await Promise.all([page.waitForURL(`${base}/groups`), page.getByRole('button', { name: 'Sign in' }).click()]);
+  await Promise.all([page.waitForURL(`${base}/groups`), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
 }

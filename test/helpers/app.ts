@@ -22,7 +22,8 @@ export function describeEachProfile(title: string, fn: (this: Mocha.Suite, profi
 }
 
 /**
- * A server on a free loopback port; the issuer is its address unless `env` says otherwise. A
+ * A server on a free loopback port; the issuer is its address unless `env` says otherwise
+ * (`{port}` in a value is the port, e.g. `ISSUER: 'http://localhost:{port}'`). A
  * `shared` database is left in place when it stops, and instances given the same `keyPrefix`
  * share their Redis state, as instances of one deployment do.
  */
@@ -36,7 +37,7 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
     DATABASE_URL: database.url,
     REDIS_URL: profile === 'postgres+redis' ? TEST_REDIS_URL : undefined,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...env,
+    ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace('{port}', new URL(local).port)])),
   });
   const idp = await createIdp(config, { logger: createLogger(config.logLevel), redisKeyPrefix: keyPrefix });
   server.on('request', idp.app.callback());

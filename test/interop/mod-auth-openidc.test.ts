@@ -163,7 +163,7 @@ describeEachProfile('mod_auth_openidc in Apache against the provider', function 
       expect(new URL(page.url()).origin, apache.errorLog()).to.equal(server.url);
       await page.getByLabel('Username or email').fill(user.username);
       await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.getByRole('button', { name: 'Authorize' }).click();
       await page.waitForURL(apache.protectedUrl);
       expect(await page.locator('#user').textContent(), apache.errorLog()).to.equal(user.username);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { spendChallenge } from '../../src/db/passkeys.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, visit, type Browser } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
@@ -140,5 +141,15 @@ describeEachProfile('Account settings: two-factor authentication with KEYS_SECRE
       expect(row.secret).not.to.include(secret);
     });
     expect((await browser.get(BASE).expect(200)).text).to.include('data-testid="recovery-codes-left">10<');
+  });
+});
+
+describeEachProfile('Passkey challenges', (profile) => {
+  const idp = useIdp(profile);
+
+  it('answer once: of 16 parallel spends of one challenge exactly one succeeds', async () => {
+    const expires = new Date(Date.now() + 60_000).toISOString();
+    const spent = await Promise.all(Array.from({ length: 16 }, () => spendChallenge(idp.db, 'a'.repeat(64), expires)));
+    expect(spent.filter(Boolean)).to.have.length(1);
   });
 });

@@ -80,7 +80,9 @@ describeEachProfile('Sign-in with two-factor authentication', (profile) => {
     await passwordStep(forger);
     const jar = forger.cookies();
     const name = [...jar.keys()].find((k) => k.includes('2fa') && !k.endsWith('.sig'))!;
-    jar.set(name, jar.get(name)!.replace(/^\d+/, '1'));
+    const altered = jar.get(name)!.replace(/\.\d+\.site$/, `.${user.id + 1}.site`);
+    expect(altered).not.to.equal(jar.get(name));
+    jar.set(name, altered);
     await forger.submit('/login/two-factor', { code: codes[0]! }).expect(302, '/login');
     await forger.get('/groups').expect(302);
   });

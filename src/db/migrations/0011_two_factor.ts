@@ -12,6 +12,9 @@ import type { Knex } from 'knex';
  *
  * `webauthn_credentials`: passkeys, by their credential id (base64url), with the public key,
  * the signature counter and a name the person chose.
+ *
+ * `webauthn_used_challenges`: the digest of every challenge a passkey answered, until it
+ * expires: a challenge answers once, so a captured answer cannot be played again.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('user_totp', (t) => {
@@ -41,9 +44,15 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('last_used_at', { useTz: true }).nullable();
     t.index(['user_id'], 'webauthn_credentials_user_idx');
   });
+  await knex.schema.createTable('webauthn_used_challenges', (t) => {
+    t.string('digest', 64).primary();
+    t.timestamp('expires_at', { useTz: true }).notNullable();
+    t.index(['expires_at'], 'webauthn_used_challenges_expires_idx');
+  });
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.dropTableIfExists('webauthn_used_challenges');
   await knex.schema.dropTableIfExists('webauthn_credentials');
   await knex.schema.dropTableIfExists('recovery_codes');
   await knex.schema.dropTableIfExists('user_totp');

@@ -1,0 +1,178 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { cookieNames } from '../cookie-names.js';
+import type { UserRow } from '../db/users.js';
+import { AppError, RetryLaterError } from '../errors.js';
+import { parseId } from '../ids.js';
+import { confirmPassword } from '../services/account.js';
+import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskey, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
+import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { toIso } from '../time.js';
+import { render } from './render.js';
+import { SecondFactorStep, type SignInPlace } from './second-factor.js';
+import { SignedCookie } from './signed-cookie.js';
+
+/**
+ * Passkeys in the pages. The browser asks `POST /passkeys/options` (a form post with the CSRF
+ * token) for the options of what it is about to do (register, sign in, or answer as the second
+ * factor); the challenge in them is kept in a signed five-minute cookie with that purpose and
+ * account. The page's script (views/static/passkeys.js, with @simplewebauthn/browser) then posts
+ * the authenticator's answer in an ordinary form, which is checked against that cookie.
+ */
+type Purpose = 'register' | 'sign-in' | 'second-factor';
+
+const SETTINGS = '/account/settings/passkeys';
+
+const NOTICES: Record<string, string> = {
+  added: 'Passkey added. You can sign in with it on the sign-in page.',
+  removed: 'Passkey removed.',
+};
+
+/** RFC 8176: a key held by an authenticator, with the person verified (PIN, biometrics) as a second factor. */
+export function passkeyAmr(userVerified: boolean, afterPassword: boolean): string[] {
+  if (afterPassword) return ['pwd', 'hwk', 'mfa'];
+  return userVerified ? ['hwk', 'user', 'mfa'] : ['hwk'];
+}
+
+export class PasskeyChallenges {
+  private readonly cookie: SignedCookie;
+  readonly passkeys: PasskeyDeps;
+  readonly secondFactor: SecondFactorStep;
+
+  constructor(deps: WebDeps) {
+    const secure = deps.config.issuer.startsWith('https://');
+    this.cookie = new SignedCookie(cookieNames(secure).passkey, CHALLENGE_MS, secure);
+    this.passkeys = { db: deps.db, issuer: deps.config.issuer };
+    this.secondFactor = new SecondFactorStep(deps);
+  }
+
+  remember(ctx: Context, purpose: Purpose, userId: number | undefined, challenge: string): void {
+    this.cookie.set(ctx, [purpose, userId === undefined ? '' : String(userId), challenge]);
+  }
+
+  /** The challenge given for `purpose` (and the account it was for), spent from the cookie. */
+  take(ctx: Context, purpose: Purpose): { userId: number | undefined; challenge: string } | undefined {
+    const [kind, userId, challenge] = this.cookie.read(ctx) ?? [];
+    if (kind !== purpose || !challenge) return undefined;
+    this.cookie.clear(ctx);
+    return { userId: userId ? Number(userId) : undefined, challenge };
+  }
+
+  /**
+   * A sign-in form's passkey answer (`response`): a sign-in with the passkey alone, or the second
+   * factor of the sign-in waiting at `place`. Returns the account and how it signed in; on a
+   * wrong answer renders `onFailure`'s page and returns undefined.
+   */
+  async answer(ctx: Context, place: SignInPlace, response: string, onFailure: (message: string, status: number) => unknown): Promise<{ user: UserRow; amr: string[] } | undefined> {
+    const waiting = await this.secondFactor.waiting(ctx, place);
+    const given = this.take(ctx, waiting ? 'second-factor' : 'sign-in');
+    if (!given || (waiting && given.userId !== waiting.id)) {
+      await onFailure('The passkey request expired. Try again.', 400);
+      return undefined;
+    }
+    try {
+      const { user, userVerified } = await checkPasskey(this.passkeys, { response, challenge: given.challenge, userId: given.userId });
+      if (waiting) this.secondFactor.forget(ctx);
+      return { user, amr: passkeyAmr(userVerified, Boolean(waiting)) };
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      await onFailure(err.message, err.status);
+      return undefined;
+    }
+  }
+}
+
+export function passkeyRoutes(deps: WebDeps): Router {
+  const router = new Router();
+  const challenges = new PasskeyChallenges(deps);
+
+  router.post('/passkeys/options', async (ctx) => {
+    const form = formFields(ctx);
+    ctx.set('Cache-Control', 'no-store');
+    try {
+      if (form.purpose === 'register') {
+        const user = requireUser(ctx);
+        const options = await registrationOptions(challenges.passkeys, user);
+        challenges.remember(ctx, 'register', user.id, options.challenge);
+        ctx.body = options;
+        return;
+      }
+      if (form.purpose === 'sign-in') {
+        const place: SignInPlace = form.uid ? { flow: form.uid } : 'site';
+        const waiting = await challenges.secondFactor.waiting(ctx, place);
+        const options = await authenticationOptions(challenges.passkeys, waiting?.id);
+        challenges.remember(ctx, waiting ? 'second-factor' : 'sign-in', waiting?.id, options.challenge);
+        ctx.body = options;
+        return;
+      }
+      throw new AppError(400, 'invalid_request', 'purpose must be register or sign-in');
+    } catch (err) {
+      if (!(err instanceof AppError) || err instanceof RetryLaterError) throw err;
+      ctx.status = err.status;
+      ctx.body = { error: err.code, error_description: err.message };
+    }
+  });
+
+  async function renderSettings(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200, values: Record<string, string> = {}) {
+    const passkeys = await listPasskeys(deps.db, user.id);
+    render(ctx, 'account/settings/passkeys', {
+      title: 'Passkeys · Account settings',
+      tab: 'passkeys',
+      passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, createdAt: toIso(p.created_at), lastUsedAt: toIso(p.last_used_at) })),
+      errors,
+      values,
+      flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
+    }, status);
+  }
+
+  router.get(SETTINGS, async (ctx) => {
+    await renderSettings(ctx, requireUser(ctx));
+  });
+
+  router.post(SETTINGS, async (ctx) => {
+    const user = requireUser(ctx);
+    const form = formFields(ctx);
+    const given = challenges.take(ctx, 'register');
+    try {
+      if (!given || given.userId !== user.id) throw new AppError(400, 'invalid_request', 'The passkey request expired. Try again.', 'name');
+      await addPasskey(challenges.passkeys, user, { name: form.name ?? '', response: form.response ?? '', challenge: given.challenge }, ctx.ip);
+      ctx.redirect(`${SETTINGS}?notice=added`);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      await renderSettings(ctx, user, { name: err.message }, err.status, { name: form.name ?? '' });
+    }
+  });
+
+  router.post(`${SETTINGS}/:id/remove`, async (ctx) => {
+    const user = requireUser(ctx);
+    const id = parseId(ctx.params.id);
+    if (id === undefined) throw new AppError(404, 'not_found', 'There is no such passkey.');
+    try {
+      await confirmPassword(deps, user, formFields(ctx)[`password_${id}`] ?? '', ctx.ip, `password_${id}`);
+    } catch (err) {
+      if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
+      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+      await renderSettings(ctx, user, { [`password_${id}`]: err.message }, err.status);
+      return;
+    }
+    await removePasskey(deps.db, user, id, ctx.ip);
+    ctx.redirect(`${SETTINGS}?notice=removed`);
+  });
+
+  // The site's sign-in with a passkey: alone, or as the second factor after the password.
+  router.post('/login/passkey', async (ctx) => {
+    const form = formFields(ctx);
+    const returnTo = safeReturnTo(form.return_to);
+    const waiting = await challenges.secondFactor.waiting(ctx, 'site');
+    const signedIn = await challenges.answer(ctx, 'site', form.response ?? '', (message, status) =>
+      waiting
+        ? challenges.secondFactor.renderChallenge(ctx, { action: '/login/two-factor', returnTo, passkey: { action: '/login/passkey', uid: '' } }, message, status)
+        : render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo, errors: { login: message }, passkey: { action: '/login/passkey', uid: '' } }, status),
+    );
+    if (!signedIn) return;
+    await deps.sessions.signIn(ctx, signedIn.user.id, signedIn.amr);
+    ctx.redirect(returnTo);
+  });
+
+  return router;
+}

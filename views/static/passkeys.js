@@ -1,0 +1,37 @@
+// Passkeys: a button <button data-passkey="register|sign-in"> inside a form that has the CSRF
+// token, a hidden `response` field and (in an authorization flow) data-uid. The button asks the
+// server for options, lets the browser's authenticator answer (SimpleWebAuthnBrowser, from
+// /static/webauthn.js), and posts the answer with the form.
+(() => {
+  const supported = typeof window.PublicKeyCredential === 'function' && typeof window.SimpleWebAuthnBrowser === 'object';
+  document.addEventListener('DOMContentLoaded', () => {
+    for (const el of document.querySelectorAll('[data-passkey-only]')) el.hidden = !supported;
+  });
+  document.addEventListener('click', async (event) => {
+    const button = event.target.closest('[data-passkey]');
+    if (!button) return;
+    event.preventDefault();
+    const form = button.closest('form');
+    const status = form.querySelector('[data-passkey-status]');
+    const say = (text) => { if (status) status.textContent = text; };
+    if (!supported) return say('This browser cannot use passkeys.');
+    const purpose = button.getAttribute('data-passkey');
+    if (purpose === 'register' && !form.elements.name.value.trim()) return say('Give the passkey a name first.');
+    button.disabled = true;
+    try {
+      const body = new URLSearchParams({ _csrf: form.elements._csrf.value, purpose, uid: form.getAttribute('data-uid') || '' });
+      const res = await fetch('/passkeys/options', { method: 'POST', body, credentials: 'same-origin' });
+      const options = await res.json();
+      if (!res.ok) throw new Error(options.error_description || 'The server refused the request.');
+      const browser = window.SimpleWebAuthnBrowser;
+      const answer = purpose === 'register'
+        ? await browser.startRegistration({ optionsJSON: options })
+        : await browser.startAuthentication({ optionsJSON: options });
+      form.elements.response.value = JSON.stringify(answer);
+      form.submit();
+    } catch (err) {
+      say(err && err.name === 'NotAllowedError' ? 'The passkey was not used (cancelled or timed out).' : `The passkey did not work: ${err.message}`);
+      button.disabled = false;
+    }
+  });
+})();
