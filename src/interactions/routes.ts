@@ -3,7 +3,9 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
-import { isScope, SCOPES } from '../vocabulary.js';
+import { isScope, SCOPES, splitScopes } from '../vocabulary.js';
+import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
+import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
 import { userById } from '../services/users.js';
@@ -39,20 +41,34 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     return found;
   }
 
-  async function consentPage(ctx: Context, interaction: Awaited<ReturnType<typeof details>>) {
-    const clientId = String(interaction.params.client_id);
-    const { app, groupName } = await consentSubject(db, clientId);
-    const requested = String(interaction.params.scope ?? '').split(' ').filter(isScope);
+  async function consentPage(ctx: Context, interaction: Interaction) {
+    const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
+    const requested = [...new Set(splitScopes(String(interaction.params.scope ?? '')))];
+    const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
-      scopes: requested.map((scope) => ({ scope, description: SCOPES[scope] })),
+      scopes: requested.filter(isScope).map((scope) => ({ scope, description: SCOPES[scope] })),
+      // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
+      ignoredScopes: ignored,
+      sentTo: originOf(String(interaction.params.redirect_uri ?? '')),
     });
   }
 
+  /** The flow's sign-in page, naming the application and its group; sign-up and reset lead back to the flow. */
+  async function loginPage(interaction: Interaction) {
+    const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
+    return {
+      title: `Sign in to continue to ${app.name}`,
+      action: `/interaction/${interaction.uid}/login`,
+      returnTo: '',
+      flow: { appName: app.name, groupName, start: flowStart(interaction) },
+    };
+  }
+
   /** With REQUIRE_VERIFIED_EMAIL, the signed-in account of the flow while its address is not verified. */
-  async function unverifiedAccount(interaction: Awaited<ReturnType<typeof details>>) {
+  async function unverifiedAccount(interaction: Interaction) {
     if (!deps.config.requireVerifiedEmail) return undefined;
     const user = await userById(db, Number(interaction.session!.accountId));
     return user && !user.email_verified_at ? user : undefined;
@@ -61,7 +77,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
-      render(ctx, 'login', { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '' });
+      render(ctx, 'login', await loginPage(interaction));
       return;
     }
     const unverified = await unverifiedAccount(interaction);
@@ -76,7 +92,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
     const form = formFields(ctx);
-    const page = { title: 'Sign in', action: `/interaction/${interaction.uid}/login`, returnTo: '', values: { login: form.login ?? '' } };
+    const page = { ...(await loginPage(interaction)), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     ctx.respond = false;
@@ -101,6 +117,14 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   });
 
+  // "Not you?": signs this browser out and asks the same authorization request again, so the
+  // person signs in with another account and the application still gets its answer.
+  router.post('/switch-account', async (ctx) => {
+    const interaction = await details(ctx);
+    await deps.sessions.signOut(ctx);
+    ctx.redirect(flowStart(interaction));
+  });
+
   router.post('/abort', async (ctx) => {
     await details(ctx);
     ctx.respond = false;
@@ -113,4 +137,34 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   });
 
   return router;
+}
+
+type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/**
+ * The authorization request that started the flow, as a same-site path: signing up, a mailed
+ * link, or "Not you?" start the flow again from it. A new interaction is made then, which finds
+ * the session as it now is (signed in, or signed out) and so the right next step, even once
+ * this interaction has expired.
+ */
+export function flowStart(interaction: Pick<Interaction, 'params'>): string {
+  const { [IGNORED_SCOPE_PARAM]: ignored, ...params } = interaction.params;
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value === 'string') query.set(name, value);
+  }
+  // The scopes the client asked for, the unknown ones included, as it sent them.
+  if (typeof ignored === 'string' && ignored) query.set('scope', [query.get('scope'), ignored].filter(Boolean).join(' '));
+  return `${ROUTES.authorization}?${query}`;
+}
+
+/** Where the person is sent after consent, as they can judge it: the redirect_uri's origin (scheme and host). */
+function originOf(redirectUri: string): string {
+  try {
+    const url = new URL(redirectUri);
+    // A native application's own scheme (com.example.app:/callback) has no web origin.
+    return url.origin !== 'null' ? url.origin : `${url.protocol}${url.host ? `//${url.host}` : ''}`;
+  } catch {
+    return redirectUri;
+  }
 }
