@@ -76,7 +76,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
         currentUser: await signedInUser(ctx),
         details: [
           { label: 'Application', value: clientName(ctx) ?? '' },
-          { label: 'redirect_uri received', value: typeof received === 'string' ? received : '(none)' },
+          { label: 'redirect_uri received', value: typeof received === 'string' ? received : '(none)', code: true },
         ],
         hint: 'If you develop this application, make its redirect_uri equal its Authorization callback URL (the group → Settings → Developer).',
       }, status);
