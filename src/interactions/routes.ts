@@ -82,7 +82,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     }
     const unverified = await unverifiedAccount(interaction);
     if (unverified) {
-      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, hideVerifyBanner: true }, 403);
+      // The link mailed from here returns to the flow's start: this interaction may expire before it is followed.
+      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);
