@@ -103,9 +103,29 @@ async function listen(server: Server, port: number, host: string, what: string, 
   }
 }
 
-async function main(): Promise<void> {
+const USAGE = `Usage: npm run demo [-- --help]
+
+Starts the identity provider (as npm start does) and the example third-party server in one
+process, makes a demo user, group and OAuth application (reused on later runs; the application
+gets a fresh client secret each run), and prints the URL to open and the credentials.
+Ctrl-C stops both.
+
+Environment:
+  PORT, HOST, ISSUER, DATABASE_URL, REDIS_URL, …   as for npm start (see the README)
+  EXAMPLE_PORT   the example third-party server's port (default 4000)
+  LOG_LEVEL      the identity provider's log level (default warn here)
+`;
+
+async function main(args: string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const unknown = args.filter((arg) => arg.startsWith('-'));
+  if (unknown.length) throw new Error(`unknown option ${unknown[0]} (npm run demo -- --help lists what there is)`);
   const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
   const examplePort = Number(process.env.EXAMPLE_PORT ?? 4000);
+  if (!Number.isInteger(examplePort) || examplePort < 1 || examplePort > 65535) throw new Error(`EXAMPLE_PORT="${process.env.EXAMPLE_PORT}" is invalid: must be a port number (1–65535)`);
   const exampleUrl = `http://localhost:${examplePort}`;
 
   const idp = await createIdp(config, { logger: createLogger(config.logLevel) });
@@ -161,7 +181,7 @@ Stop with Ctrl-C.`);
   }
 }
 
-main().catch((err: unknown) => {
+main(process.argv.slice(2)).catch((err: unknown) => {
   process.stderr.write(`demo: ${err instanceof ConfigError ? err.message : (err as Error).message}\n`);
   process.exit(1);
 });

@@ -39,7 +39,7 @@ import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
 import { refuseHashingWhenBusy } from './web/busy.js';
 import { csrfProtection } from './web/csrf.js';
-import { webErrors } from './web/errors.js';
+import { unanswered, webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
@@ -171,10 +171,12 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   });
   app.use(system.routes());
   app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, onFault }));
+  // Below the API (which answers JSON for every path of its own): what nothing answers is a page.
+  app.use(unansweredAsPage(deps));
 
   // Pages: forms parsed here only, never on the provider's routes (it reads its own bodies).
   const web = new Router();
-  web.use(webErrors(onFault));
+  web.use(webErrors(onFault, deps));
   web.use(bodyParser({ enableTypes: ['form'], formLimit: '64kb', encoding: 'utf-8' }));
   web.use(refuseControlCharactersInBody);
   const names = cookieNames(secure);
@@ -185,7 +187,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   }
   const admin = adminRoutes({ ...deps, provider });
   web.use(admin.routes(), admin.allowedMethods());
-  app.use(mountWhenMatched(web, adminAreaHidden(deps)));
+  app.use(mountWhenMatched(web, adminAreaHidden(deps), deps));
 
   app.use(mount(provider));
 
@@ -222,11 +224,23 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 /**
  * Runs the page router only for paths it knows, so everything else falls through to the provider;
  * so do the paths `hidden` keeps out of sight of this request (the Admin area, to non-administrators).
+ * A page's address asked with another method (GET /logout) is answered 405 with `Allow`.
  */
-function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>) {
+function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>, deps: WebDeps) {
   const routes = router.routes();
   return async function pages(ctx: Context, next: Next): Promise<void> {
-    if (!router.match(ctx.path, ctx.method).route || (await hidden(ctx))) return next();
-    await routes(ctx as never, next);
+    const match = router.match(ctx.path, ctx.method);
+    if (match.route && !(await hidden(ctx))) return routes(ctx as never, next);
+    const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))];
+    if (!match.route && allowed.length && !(await hidden(ctx))) return unanswered(ctx, deps, allowed);
+    return next();
+  };
+}
+
+/** A request no route answered (the provider's included) gets the site's 404 or 405 page, never a bare text. */
+function unansweredAsPage(deps: WebDeps) {
+  return async function pageForUnanswered(ctx: Context, next: Next): Promise<void> {
+    await next();
+    if (ctx.body == null && (ctx.status === 404 || ctx.status === 405)) await unanswered(ctx, deps);
   };
 }

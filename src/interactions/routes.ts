@@ -3,7 +3,9 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
-import { isScope, SCOPES } from '../vocabulary.js';
+import { isScope, SCOPES, splitScopes } from '../vocabulary.js';
+import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
+import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
 import { userById } from '../services/users.js';
@@ -17,11 +19,6 @@ import { allowFormActionTo } from '../edge/security-headers.js';
 /** The flow's second-step page: the code and a passkey's answer post within the flow. */
 function flowPage(uid: string) {
   return { action: `/interaction/${uid}/two-factor`, passkey: { action: `/interaction/${uid}/passkey`, uid } };
-}
-
-/** The flow's sign-in page. */
-function loginPage(uid: string) {
-  return { title: 'Sign in', action: `/interaction/${uid}/login`, returnTo: '', passkey: { action: `/interaction/${uid}/passkey`, uid } };
 }
 
 /**
@@ -53,20 +50,35 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     return found;
   }
 
-  async function consentPage(ctx: Context, interaction: Awaited<ReturnType<typeof details>>) {
-    const clientId = String(interaction.params.client_id);
-    const { app, groupName } = await consentSubject(db, clientId);
-    const requested = String(interaction.params.scope ?? '').split(' ').filter(isScope);
+  async function consentPage(ctx: Context, interaction: Interaction) {
+    const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
+    const requested = [...new Set(splitScopes(String(interaction.params.scope ?? '')))];
+    const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
-      scopes: requested.map((scope) => ({ scope, description: SCOPES[scope] })),
+      scopes: requested.filter(isScope).map((scope) => ({ scope, description: SCOPES[scope] })),
+      // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
+      ignoredScopes: ignored,
+      sentTo: originOf(String(interaction.params.redirect_uri ?? '')),
     });
   }
 
+  /** The flow's sign-in page, naming the application and its group; sign-up and reset lead back to the flow. */
+  async function loginPage(interaction: Interaction) {
+    const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
+    return {
+      title: `Sign in to continue to ${app.name}`,
+      action: `/interaction/${interaction.uid}/login`,
+      returnTo: '',
+      passkey: { action: `/interaction/${interaction.uid}/passkey`, uid: interaction.uid },
+      flow: { appName: app.name, groupName, start: flowStart(interaction) },
+    };
+  }
+
   /** With REQUIRE_VERIFIED_EMAIL, the signed-in account of the flow while its address is not verified. */
-  async function unverifiedAccount(interaction: Awaited<ReturnType<typeof details>>) {
+  async function unverifiedAccount(interaction: Interaction) {
     if (!deps.config.requireVerifiedEmail) return undefined;
     const user = await userById(db, Number(interaction.session!.accountId));
     return user && !user.email_verified_at ? user : undefined;
@@ -75,12 +87,13 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
-      render(ctx, 'login', loginPage(interaction.uid));
+      render(ctx, 'login', await loginPage(interaction));
       return;
     }
     const unverified = await unverifiedAccount(interaction);
     if (unverified) {
-      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, hideVerifyBanner: true }, 403);
+      // The link mailed from here returns to the flow's start: this interaction may expire before it is followed.
+      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);
@@ -90,7 +103,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
     const form = formFields(ctx);
-    const page = { ...loginPage(interaction.uid), values: { login: form.login ?? '' } };
+    const page = { ...(await loginPage(interaction)), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
@@ -142,11 +155,19 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const signedIn = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status) =>
       waiting
         ? passkeys.secondFactor.renderChallenge(ctx, flowPage(interaction.uid), message, status)
-        : render(ctx, 'login', { ...loginPage(interaction.uid), errors: { login: message } }, status),
+        : loginPage(interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
     );
     if (!signedIn) return;
     ctx.respond = false;
     await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(signedIn.user.id), amr: signedIn.amr } }, { mergeWithLastSubmission: false });
+  });
+
+  // "Not you?": signs this browser out and asks the same authorization request again, so the
+  // person signs in with another account and the application still gets its answer.
+  router.post('/switch-account', async (ctx) => {
+    const interaction = await details(ctx);
+    await deps.sessions.signOut(ctx);
+    ctx.redirect(flowStart(interaction));
   });
 
   router.post('/abort', async (ctx) => {
@@ -161,4 +182,34 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   });
 
   return router;
+}
+
+type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/**
+ * The authorization request that started the flow, as a same-site path: signing up, a mailed
+ * link, or "Not you?" start the flow again from it. A new interaction is made then, which finds
+ * the session as it now is (signed in, or signed out) and so the right next step, even once
+ * this interaction has expired.
+ */
+export function flowStart(interaction: Pick<Interaction, 'params'>): string {
+  const { [IGNORED_SCOPE_PARAM]: ignored, ...params } = interaction.params;
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value === 'string') query.set(name, value);
+  }
+  // The scopes the client asked for, the unknown ones included, as it sent them.
+  if (typeof ignored === 'string' && ignored) query.set('scope', [query.get('scope'), ignored].filter(Boolean).join(' '));
+  return `${ROUTES.authorization}?${query}`;
+}
+
+/** Where the person is sent after consent, as they can judge it: the redirect_uri's origin (scheme and host). */
+function originOf(redirectUri: string): string {
+  try {
+    const url = new URL(redirectUri);
+    // A native application's own scheme (com.example.app:/callback) has no web origin.
+    return url.origin !== 'null' ? url.origin : `${url.protocol}${url.host ? `//${url.host}` : ''}`;
+  } catch {
+    return redirectUri;
+  }
 }

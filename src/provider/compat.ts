@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { DEFAULT_SCOPE, knownScopes, splitScopes } from '../vocabulary.js';
+import { DEFAULT_SCOPE, isScope, knownScopes, splitScopes } from '../vocabulary.js';
 import { FORM, parsedForm, setParsedForm, type FormParams } from './forms.js';
 
 /**
@@ -12,11 +12,14 @@ import { FORM, parsedForm, setParsedForm, type FormParams } from './forms.js';
 type Query = Record<string, string | string[] | undefined>;
 
 /**
- * Authorize without `scope` or `response_type`, or with scopes separated by commas.
- * The README's first request carries neither parameter, and clients written for GitHub send
- * `scope=groups:read-only,openid`. No scope means groups:read-only; response_type defaults to
- * `code`, the only one there is; commas become the spaces RFC 6749 specifies. The library serves
- * authorize over GET only, and reads the query once this step has rewritten it.
+ * Authorize without `scope` or `response_type`, with scopes separated by commas, or with only
+ * scopes this service does not know. The README's first request carries neither parameter,
+ * clients written for GitHub send `scope=groups:read-only,openid`, and some send GitHub's own
+ * scopes (`scope=user`). No scope means groups:read-only, and so does a list of unknown scopes
+ * only: the default is added beside them, the library drops the unknown ones, and the consent page
+ * names them as ignored (IGNORED_SCOPE_PARAM). response_type defaults to `code`, the only one there is; commas become
+ * the spaces RFC 6749 specifies. The library serves authorize over GET only, and reads the query
+ * once this step has rewritten it.
  */
 export function authorizeQueryDefaults(authorizationPath: string) {
   return async function defaultAuthorizeQuery(ctx: Context, next: Next): Promise<void> {
@@ -29,18 +32,29 @@ export function authorizeQueryDefaults(authorizationPath: string) {
 }
 
 /**
+ * The scopes of the request this service does not know, space separated, for the consent page to
+ * name: the library drops them from the request's `scope` before the interaction sees it. Set by
+ * this step only; a value the client sends itself is replaced or removed.
+ */
+export const IGNORED_SCOPE_PARAM = 'ignored_scope';
+
+/**
  * The authorize request's query as the library should read it (see authorizeQueryDefaults). A
  * repeated parameter is left for the library to refuse. Returns undefined when the query needs
  * no change.
  */
 function authorizeQuery(query: Query): Query | undefined {
-  const { scope, response_type } = query;
+  const { scope, response_type, [IGNORED_SCOPE_PARAM]: sentIgnored, ...rest } = query;
   const normalScope = typeof scope === 'string' ? splitScopes(scope).join(' ') : scope;
+  const ignored = typeof normalScope === 'string' ? [...new Set(splitScopes(normalScope).filter((s) => !isScope(s)))].join(' ') : '';
   const changes: Query = {};
+  if (ignored) changes[IGNORED_SCOPE_PARAM] = ignored;
   if (!normalScope) changes.scope = DEFAULT_SCOPE;
+  else if (typeof normalScope === 'string' && knownScopes(normalScope) === undefined) changes.scope = `${normalScope} ${DEFAULT_SCOPE}`;
   else if (normalScope !== scope) changes.scope = normalScope;
   if (!response_type) changes.response_type = 'code';
-  return Object.keys(changes).length ? { ...query, ...changes } : undefined;
+  if (!Object.keys(changes).length && sentIgnored === undefined) return undefined;
+  return { ...rest, scope, response_type, ...changes };
 }
 
 /**

@@ -6,6 +6,7 @@ import { findUserGrant } from '../db/grants.js';
 import { SCOPES, TTL } from '../vocabulary.js';
 import { findAccount, type IdpAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
+import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
 import type { ProviderKeys } from './keys.js';
 import type { ProviderPages } from './pages.js';
@@ -120,8 +121,9 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     allowOmittingSingleRegisteredRedirectUri: false,
     // PKCE is honoured when sent, never demanded: every client is confidential and proves itself with its secret.
     pkce: { required: () => false },
-    // `state` is required, except alongside a PKCE challenge.
-    extraParams: { state: requireStateWithoutPkce },
+    // `state` is required, except alongside a PKCE challenge. `ignored_scope` carries the requested
+    // scopes the library drops to the consent page, which names them (set only by compat.ts).
+    extraParams: { state: requireStateWithoutPkce, [IGNORED_SCOPE_PARAM]: async () => {} },
     // The grant a new authorization reuses: one per user and application, whichever browser it was given in.
     loadExistingGrant: (ctx) => loadExistingGrant(db, ctx),
     // Sign-in and consent happen at /interaction/:uid (interactions/).
@@ -212,5 +214,9 @@ async function renderError(pages: ProviderPages, ctx: KoaContextWithOIDC, out: E
     return;
   }
   const status = ctx.status >= 400 ? ctx.status : 400;
+  if (out.error === 'invalid_redirect_uri') {
+    await pages.redirectMismatch(ctx, status);
+    return;
+  }
   await pages.error(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
 }

@@ -1,12 +1,16 @@
+import type { IncomingMessage } from 'node:http';
 import * as querystring from 'node:querystring';
+import { Readable } from 'node:stream';
 import type { Context, Next } from 'koa';
 import { controlCharacterMessage, fieldWithControlCharacter } from '../control-characters.js';
 
 /**
  * oidc-provider reads its own form bodies; this pre-step reads them first, on every form POST to
  * the provider, so that each form passes the same edge check as the rest of the service (no
- * control characters, a 413 past 56 KiB that leaves the connection usable) and then hands the
- * parsed form over: the library takes an already-parsed `req.body` (lib/shared/selective_body.js).
+ * control characters, a 413 past 56 KiB that leaves the connection usable), and then gives the
+ * library the form's bytes to read as if nobody had read them (replayBody). The library also
+ * takes an already-parsed `req.body`, but warns ("already parsed request body detected") that an
+ * upstream parser is a misconfiguration; a replayed body is read the library's own way.
  * Other content types are left to the library, which answers them with invalid_request.
  */
 const BODY_LIMIT = 56 * 1024;
@@ -14,7 +18,7 @@ export const FORM = 'application/x-www-form-urlencoded';
 
 export type FormParams = Record<string, string | string[] | undefined>;
 
-type RequestWithForm = Context['req'] & { body?: FormParams };
+const FORMS = new WeakMap<IncomingMessage, FormParams>();
 
 export function providerFormBodies() {
   return async function readFormBodies(ctx: Context, next: Next): Promise<void> {
@@ -29,14 +33,28 @@ export function providerFormBodies() {
   };
 }
 
-/** The form readFormBodies parsed for the library, if the request had one. */
+/** The form readFormBodies read for the library, if the request had one (as the library will read it). */
 export function parsedForm(ctx: Context): FormParams | undefined {
-  return (ctx.req as RequestWithForm).body;
+  return FORMS.get(ctx.req);
 }
 
 /** Replaces the form the library will read. */
 export function setParsedForm(ctx: Context, form: FormParams): void {
-  (ctx.req as RequestWithForm).body = form;
+  FORMS.set(ctx.req, form);
+  replayBody(ctx.req, Buffer.from(querystring.stringify(form), 'utf8'));
+}
+
+/**
+ * Makes the request readable again, yielding `body`: the library checks `req.readable` and then
+ * reads with `req.iterator()`, up to the Content-Length, which is set to the replayed length (the
+ * token request's form grows by its query). The request's own stream was read to its end already.
+ */
+function replayBody(req: IncomingMessage, body: Buffer): void {
+  const replay = Readable.from([body], { objectMode: false });
+  Object.defineProperty(req, 'readable', { configurable: true, get: () => !replay.readableEnded });
+  req.iterator = ((options?: { destroyOnReturn?: boolean }) => replay.iterator(options)) as IncomingMessage['iterator'];
+  req.headers['content-length'] = String(body.length);
+  delete req.headers['transfer-encoding'];
 }
 
 /**

@@ -61,6 +61,27 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       render(ctx, 'error', { title, message, status, currentUser: await signedInUser(ctx) }, status);
     },
 
+    /**
+     * An authorize request whose redirect_uri is not the application's callback: the page names
+     * the application and the redirect_uri received, so its developer sees what to fix. The
+     * registered callback is not shown: anyone can send this request, and the callback of
+     * someone else's application is theirs to tell.
+     */
+    async redirectMismatch(ctx: KoaContextWithOIDC, status: number): Promise<void> {
+      const received = ctx.oidc?.params?.redirect_uri;
+      render(ctx, 'error', {
+        title: 'Wrong redirect_uri',
+        message: `The redirect_uri of this request is not the authorization callback URL registered for ${clientName(ctx) ?? 'this application'}, so you cannot be sent back to it.`,
+        status,
+        currentUser: await signedInUser(ctx),
+        details: [
+          { label: 'Application', value: clientName(ctx) ?? '' },
+          { label: 'redirect_uri received', value: typeof received === 'string' ? received : '(none)', code: true },
+        ],
+        hint: 'If you develop this application, make its redirect_uri equal its Authorization callback URL (the group → Settings → Developer).',
+      }, status);
+    },
+
     /** "Sign out of Horizon ID?" for a signed-in person: the library's form, our words and buttons. */
     async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
       render(ctx, 'logout/confirm', {

@@ -40,12 +40,14 @@ function digestOf(token: string): string {
 }
 
 /** Makes a link for `user`'s current address and returns its URL; only the token's digest is stored. */
-export async function issueLink(db: Knex, issuer: string, purpose: LinkPurpose, user: { id: number; email: string }): Promise<string> {
+export async function issueLink(db: Knex, issuer: string, purpose: LinkPurpose, user: { id: number; email: string }, returnTo?: string): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   const at = now();
   const expiresAt = new Date(Date.parse(at) + LINK_TTL_S[purpose] * 1000).toISOString();
   await insertAccountLink(db, { purpose, userId: user.id, email: user.email, digest: digestOf(token), expiresAt, at });
-  return `${issuer}${LINK_PATH[purpose]}?token=${token}`;
+  // Where the person was going (an authorization flow's start) rides along; the page checks it again.
+  const back = returnTo ? `&return_to=${encodeURIComponent(returnTo)}` : '';
+  return `${issuer}${LINK_PATH[purpose]}?token=${token}${back}`;
 }
 
 /** The link a token names, if it can still be used; it stays unused. Throws LinkRefusedError otherwise. */

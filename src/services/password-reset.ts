@@ -17,20 +17,24 @@ const addressSchema = z.object({ email: rules.email });
  * lookup and the mail happen in the background, so the answer, and the time it takes, are the
  * same whether or not an account has this address.
  */
-export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, input: { email: string; ip: string }): Promise<void> {
+export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, input: { email: string; ip: string; returnTo?: string }): Promise<void> {
   const { email } = rules.parse(addressSchema, { email: input.email });
   await deps.limits.takePasswordReset(email, input.ip);
-  mailResetLink(deps, email).catch((err: unknown) => deps.log.error({ err }, 'password reset mail not sent'));
+  mailResetLink(deps, email, input.returnTo).catch((err: unknown) => deps.log.error({ err }, 'password reset mail not sent'));
 }
 
-async function mailResetLink(deps: MailDeps, email: string): Promise<void> {
+async function mailResetLink(deps: MailDeps, email: string, returnTo?: string): Promise<void> {
   const user = await findUserByLogin(deps.db, email);
-  if (user) await sendPasswordReset(deps, user);
+  if (user) await sendPasswordReset(deps, user, returnTo);
 }
 
-/** Mails `user` a password-reset link (1 h, single use); also for an administrator sending one. */
-export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }): Promise<void> {
-  const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user);
+/**
+ * Mails `user` a password-reset link (1 h, single use); also for an administrator sending one.
+ * `returnTo` (a same-site path: the authorization flow the person asked from) is where the
+ * person continues once the new password is set.
+ */
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }, returnTo?: string): Promise<void> {
+  const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user, returnTo);
   await deps.mailer.send({
     to: user.email,
     subject: 'Reset your password',

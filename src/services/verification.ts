@@ -25,33 +25,37 @@ interface Recipient {
  * The account's address is not verified any more (it is new, or was just changed), and a link
  * proving it (24 h, single use) goes to it. Called on sign-up and on an e-mail change.
  */
-export async function sendVerification(deps: MailDeps, user: Recipient): Promise<void> {
+export async function sendVerification(deps: MailDeps, user: Recipient, returnTo?: string): Promise<void> {
   await markEmailUnverified(deps.db, user.id);
-  await mailVerificationLink(deps, user);
+  await mailVerificationLink(deps, user, returnTo);
 }
 
-/** The same in the background, for a page that must not wait on (or fail with) the mail server. */
-export function sendVerificationInBackground(deps: MailDeps, user: Recipient): void {
-  sendVerification(deps, user).catch((err: unknown) => deps.log.error({ err, userId: user.id }, 'verification mail not sent'));
+/**
+ * The same in the background, for a page that must not wait on (or fail with) the mail server.
+ * `returnTo` (a same-site path: the authorization flow the person signed up from) is where the
+ * link's page continues.
+ */
+export function sendVerificationInBackground(deps: MailDeps, user: Recipient, returnTo?: string): void {
+  sendVerification(deps, user, returnTo).catch((err: unknown) => deps.log.error({ err, userId: user.id }, 'verification mail not sent'));
 }
 
 /**
  * Another link for an unverified address (the banner's Resend), within the account's limit. An
  * address already verified gets nothing. A mail server that refuses is a 503 the person sees.
  */
-export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }): Promise<void> {
+export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }, returnTo?: string): Promise<void> {
   if (user.email_verified_at) return;
   await deps.limits.takeVerificationMail(user.id);
   try {
-    await mailVerificationLink(deps, user);
+    await mailVerificationLink(deps, user, returnTo);
   } catch (err) {
     deps.log.error({ err, userId: user.id }, 'verification mail not sent');
     throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');
   }
 }
 
-async function mailVerificationLink(deps: MailDeps, user: Recipient): Promise<void> {
-  const link = await issueLink(deps.db, deps.config.issuer, 'verify-email', user);
+async function mailVerificationLink(deps: MailDeps, user: Recipient, returnTo?: string): Promise<void> {
+  const link = await issueLink(deps.db, deps.config.issuer, 'verify-email', user, returnTo);
   await deps.mailer.send({
     to: user.email,
     subject: 'Verify your e-mail address',

@@ -5,7 +5,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
-import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { formFields, requireUser, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
 
 /**
@@ -24,19 +24,20 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
       render(ctx, 'verify-email/outdated', { title: 'Address changed' }, 409);
       return;
     }
-    ctx.redirect('/verify-email/done');
+    ctx.redirect(`/verify-email/done${returnToQuery(ctx.query.return_to)}`);
   });
 
+  // `return_to` on these pages: the authorization flow the person came from, where Continue leads.
   router.get('/verify-email/done', (ctx) => {
-    render(ctx, 'verify-email/done', { title: 'E-mail address verified' });
+    render(ctx, 'verify-email/done', { title: 'E-mail address verified', returnTo: safeReturnTo(ctx.query.return_to, '/') });
   });
 
   router.post('/verify-email/resend', async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
-    await resendVerification(deps, user);
-    const back = form.return_to ? `?return_to=${encodeURIComponent(safeReturnTo(form.return_to))}` : '';
-    ctx.redirect(`/verify-email/sent${back}`);
+    const returnTo = safeReturnTo(form.return_to, '');
+    await resendVerification(deps, user, returnTo || undefined);
+    ctx.redirect(`/verify-email/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/verify-email/sent', (ctx) => {
@@ -46,35 +47,37 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
   });
 
   router.get('/forgot-password', (ctx) => {
-    render(ctx, 'password-reset/forgot', { title: 'Reset your password' });
+    render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/forgot-password', async (ctx) => {
     const form = formFields(ctx);
     const values = { email: form.email ?? '' };
+    const returnTo = safeReturnTo(form.return_to, '');
     try {
-      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip });
+      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip, returnTo: returnTo || undefined });
     } catch (err) {
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      render(ctx, 'password-reset/forgot', { title: 'Reset your password', values, errors: { email: err.message } }, err.status);
+      render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo, values, errors: { email: err.message } }, err.status);
       return;
     }
-    ctx.redirect('/forgot-password/sent');
+    ctx.redirect(`/forgot-password/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/forgot-password/sent', (ctx) => {
-    render(ctx, 'password-reset/sent', { title: 'Check your inbox' });
+    render(ctx, 'password-reset/sent', { title: 'Check your inbox', returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.get('/reset-password', async (ctx) => {
     if (!(await explainRefusedLink(ctx, () => resetTarget(deps.db, ctx.query.token)))) return;
-    render(ctx, 'password-reset/reset', { title: 'Choose a new password', token: String(ctx.query.token) });
+    render(ctx, 'password-reset/reset', { title: 'Choose a new password', token: String(ctx.query.token), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/reset-password', async (ctx) => {
     const form = formFields(ctx);
-    const page = { title: 'Choose a new password', token: form.token ?? '' };
+    const returnTo = safeReturnTo(form.return_to, '');
+    const page = { title: 'Choose a new password', token: form.token ?? '', returnTo };
     try {
       await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' });
     } catch (err) {
@@ -84,11 +87,12 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
       render(ctx, 'password-reset/reset', { ...page, errors: { [err.field ?? 'password']: err.message } }, err.status);
       return;
     }
-    ctx.redirect('/reset-password/done');
+    ctx.redirect(`/reset-password/done${returnToQuery(returnTo)}`);
   });
 
+  // Every session was signed out: the flow's start (return_to) asks for the new password.
   router.get('/reset-password/done', (ctx) => {
-    render(ctx, 'password-reset/done', { title: 'Password changed' });
+    render(ctx, 'password-reset/done', { title: 'Password changed', signInAt: safeReturnTo(ctx.query.return_to, '/login') });
   });
 
   return router;

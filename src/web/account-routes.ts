@@ -55,25 +55,28 @@ export function accountRoutes(deps: WebDeps): Router {
     ctx.redirect(page.returnTo);
   });
 
+  // `return_to`: an authorization flow's start (its sign-in page links here), where the new
+  // account continues, signed in, to the consent page; the verification mail leads there too.
   router.get('/signup', (ctx) => {
     if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
-    if (ctx.state.user) return ctx.redirect('/groups');
-    render(ctx, 'signup', { title: 'Sign up' });
+    if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
+    render(ctx, 'signup', { title: 'Sign up', returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/signup', async (ctx) => {
     if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
     const form = formFields(ctx);
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
+    const returnTo = safeReturnTo(form.return_to, '');
     try {
       const user = await signUp(deps, { ...values, password: form.password ?? '' }, ctx.ip);
-      sendVerificationInBackground(deps, user);
+      sendVerificationInBackground(deps, user, returnTo || undefined);
       await deps.sessions.signIn(ctx, user.id);
-      ctx.redirect('/groups');
+      ctx.redirect(returnTo || '/groups');
     } catch (err) {
       if (err instanceof AppError && (err.field || err instanceof RetryLaterError)) {
         if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-        render(ctx, 'signup', { title: 'Sign up', values, errors: { [err.field ?? 'username']: err.message } }, err.status);
+        render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors: { [err.field ?? 'username']: err.message } }, err.status);
         return;
       }
       throw err;

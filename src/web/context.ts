@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type { Config } from '../config.js';
 import type { UserRow } from '../db/users.js';
+import { hasControlCharacter } from '../control-characters.js';
 import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
 import type { KeyCipher } from '../key-encryption.js';
@@ -57,7 +58,27 @@ export function formFields(ctx: Context): Record<string, string> {
   return out;
 }
 
-/** Only same-site relative paths are followed after sign-in, never another origin. */
-export function safeReturnTo(value: unknown): string {
-  return typeof value === 'string' && /^\/(?![/\\])/.test(value) ? value : '/groups';
+const RETURN_BASE = 'http://return-to.invalid';
+
+/**
+ * A place to return to after sign-in, sign-up or a mailed link: only a same-site path (`/…`),
+ * never another origin. `//host`, `/\host`, `https://host`, control characters and anything a
+ * browser could read as another origin fall back to `fallback`. The value is returned as given
+ * (a path such as `/.//x` stays path-absolute in a Location header), never normalized into `//x`.
+ */
+export function safeReturnTo(value: unknown, fallback = '/groups'): string {
+  if (typeof value !== 'string' || value.length > 4096 || !/^\/(?![/\\])/.test(value)) return fallback;
+  // Browsers drop tabs and newlines from URLs and read "\" as "/": such a path could turn into "//host".
+  if (value.includes('\\') || hasControlCharacter(value)) return fallback;
+  try {
+    return new URL(value, RETURN_BASE).origin === RETURN_BASE ? value : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+/** A return target carried on to the next page (`?return_to=…`), or nothing when there is none to keep. */
+export function returnToQuery(value: unknown): string {
+  const target = safeReturnTo(value, '');
+  return target ? `?return_to=${encodeURIComponent(target)}` : '';
 }

@@ -1,16 +1,27 @@
 import type { Context, Next } from 'koa';
 import { AppError, RetryLaterError } from '../errors.js';
+import { signedInUserById } from '../services/users.js';
 import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
-import { render } from './render.js';
+import type { WebDeps } from './context.js';
+import { render as renderView } from './render.js';
 
-/** The one error handler of the pages: an exposed error becomes a page with its message; anything else a plain 500. */
-export function webErrors(onFault: (err: unknown, ctx: Context) => void) {
+/** What reading the signed-in user needs; without it (a bare handler in a test) the header stays signed out. */
+type SignedInDeps = Partial<Pick<WebDeps, 'db' | 'sessions'>>;
+
+/**
+ * The one error handler of the pages: an exposed error becomes a page with its message; anything
+ * else a plain 500. Every error page shows the header of the person signed in, even when the
+ * error came before their session was read (a refused form token, say).
+ */
+export function webErrors(onFault: (err: unknown, ctx: Context) => void, deps: SignedInDeps = {}) {
+  const render = async (ctx: Context, view: 'error', locals: { title: string; message: string; status: number }, status: number) => {
+    await withSignedInUser(ctx, deps);
+    renderView(ctx, view, locals, status);
+  };
   return async function renderErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        render(ctx, 'error', { title: 'Page not found', message: 'There is nothing at this address.', status: 404 }, 404);
-      }
+      if (ctx.body === undefined && (ctx.status === 404 || ctx.status === 405)) await unanswered(ctx, deps);
     } catch (err) {
       if (err instanceof AppError) {
         if (err.status === 401) {
@@ -20,28 +31,55 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void) {
           return;
         }
         if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-        render(ctx, 'error', { title: titleFor(err.status), message: err.message, status: err.status }, err.status);
+        await render(ctx, 'error', { title: titleFor(err.status), message: err.message, status: err.status }, err.status);
         return;
       }
       const status = (err as { status?: number; expose?: boolean }).expose ? (err as { status: number }).status : undefined;
       if (status && status < 500) {
-        render(ctx, 'error', { title: titleFor(status), message: (err as Error).message, status }, status);
+        await render(ctx, 'error', { title: titleFor(status), message: (err as Error).message, status }, status);
         return;
       }
       if (isValueError(err)) {
         ctx.state.log?.warn({ err }, 'the database refused a value');
-        render(ctx, 'error', { title: titleFor(400), message: `The request could not be completed: ${VALUE_ERROR_MESSAGE}.`, status: 400 }, 400);
+        await render(ctx, 'error', { title: titleFor(400), message: `The request could not be completed: ${VALUE_ERROR_MESSAGE}.`, status: 400 }, 400);
         return;
       }
       if (isStorageOutage(err)) {
         onFault(err, ctx);
-        render(ctx, 'error', { title: 'Temporarily unavailable', message: 'Storage is unreachable right now. Try again in a moment.', status: 503 }, 503);
+        // Storage is away: the session cannot be read either, so the header stays as it is.
+        renderView(ctx, 'error', { title: 'Temporarily unavailable', message: 'Storage is unreachable right now. Try again in a moment.', status: 503 }, 503);
         return;
       }
       onFault(err, ctx);
-      render(ctx, 'error', { title: 'Something went wrong', message: 'An unexpected error happened. It has been logged.', status: 500 }, 500);
+      await render(ctx, 'error', { title: 'Something went wrong', message: 'An unexpected error happened. It has been logged.', status: 500 }, 500);
     }
   };
+}
+
+/**
+ * The site's page for a request no route answered: 404, or 405 (with `Allow`) for a page's
+ * address asked with a method it does not take. Used for the pages and for every path that falls
+ * through to the OAuth provider, so no address answers a bare text "Not Found".
+ */
+export async function unanswered(ctx: Context, deps: SignedInDeps, allowed: string[] = []): Promise<void> {
+  await withSignedInUser(ctx, deps);
+  if (allowed.length) ctx.set('Allow', allowed.join(', '));
+  if (ctx.status === 405 || allowed.length) {
+    renderView(ctx, 'error', { title: 'Method not allowed', message: `This address does not take ${ctx.method} requests.`, status: 405 }, 405);
+    return;
+  }
+  renderView(ctx, 'error', { title: 'Page not found', message: 'There is nothing at this address.', status: 404 }, 404);
+}
+
+/** Reads the signed-in user for the header when the page steps have not (yet); a failed lookup leaves it signed out. */
+async function withSignedInUser(ctx: Context, deps: SignedInDeps): Promise<void> {
+  if (ctx.state.user || !deps.db || !deps.sessions) return;
+  try {
+    const accountId = await deps.sessions.accountId(ctx);
+    ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
+  } catch {
+    ctx.state.user = undefined;
+  }
 }
 
 function titleFor(status: number): string {
@@ -49,6 +87,7 @@ function titleFor(status: number): string {
     case 400: return 'Bad request';
     case 403: return 'Not allowed';
     case 404: return 'Not found';
+    case 405: return 'Method not allowed';
     case 409: return 'Conflict';
     case 413: return 'Too large';
     case 415: return 'Unsupported content type';

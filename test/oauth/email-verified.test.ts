@@ -6,7 +6,7 @@ import { sendVerification } from '../../src/services/verification.js';
 import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
 import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
-import { csrfFrom, formAction } from '../helpers/html.js';
+import { csrfFrom, formAction, unescapeHtml } from '../helpers/html.js';
 import { authorize, authorizeUrl } from '../helpers/oauth.js';
 import { linkIn, useMailServer, type MailServer } from '../helpers/smtp.js';
 
@@ -107,6 +107,13 @@ describeEachProfile('REQUIRE_VERIFIED_EMAIL', (profile) => {
     // Posting the consent form directly is refused too.
     const confirm = await browser.postForm(`${interaction}/confirm`, { _csrf: csrfFrom(html) });
     expect(confirm.status).to.equal(403);
+
+    // The mailed link returns to the flow's start, which outlives this interaction.
+    const flowStart = unescapeHtml(/name="return_to" value="([^"]+)"/.exec(html)![1]!);
+    expect(flowStart).to.match(/^\/login\/oauth\/authorize\?/);
+    const resendFromPage = await browser.postForm(formAction(html, '/verify-email/resend'), { _csrf: csrfFrom(html), return_to: flowStart });
+    expect(resendFromPage.headers.get('location')).to.equal(`/verify-email/sent?return_to=${encodeURIComponent(flowStart)}`);
+    expect(linkIn(await smtp.next(user.email), server.url).searchParams.get('return_to')).to.equal(flowStart);
 
     const resend = await browser.postForm(formAction(html, '/verify-email/resend'), { _csrf: csrfFrom(html), return_to: interaction });
     expect(resend.headers.get('location')).to.equal(`/verify-email/sent?return_to=${encodeURIComponent(interaction)}`);
