@@ -71,7 +71,7 @@ describeEachProfile('The authorization flow in a real browser keeps its place', 
       await page.goto(authorizeUrl(idp.url, { ...client, scope: 'groups:read-only', state: 'switch-state' }));
       await page.getByLabel('Username or email').fill(first.username);
       await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.getByTestId('not-you').waitFor();
       expect(await page.locator('main').textContent()).to.include(first.username);
 
@@ -80,7 +80,7 @@ describeEachProfile('The authorization flow in a real browser keeps its place', 
       expect(await page.getByTestId('flow-app').textContent()).to.include('Nightly Builds');
       await page.getByLabel('Username or email').fill(second.username);
       await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.getByTestId('not-you').waitFor();
       const main = (await page.locator('main').textContent()) ?? '';
       expect(main).to.include(second.username).and.not.to.include(first.username);
