@@ -171,7 +171,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });
