@@ -29,6 +29,7 @@ import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
+import { apiDocsAssets } from './api/docs.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
@@ -62,6 +63,7 @@ const STATIC = join(VIEWS, 'static');
 const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
   '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },
+  ...apiDocsAssets(),
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
