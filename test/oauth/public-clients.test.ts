@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as client from 'openid-client';
 import { call, expectApiError } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { Browser } from '../helpers/browser.js';
+import { Browser, signIn } from '../helpers/browser.js';
 import { makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
@@ -110,5 +110,30 @@ describeEachProfile('Public clients (no secret, PKCE required)', (profile) => {
     const confidential = await json('POST', `/groups/${group.id}/oauth-apps`, fields);
     expect(confidential.body.data.type).to.equal('confidential');
     expect(confidential.body.data.clientSecret).to.match(/^hs_/);
+  });
+
+  it('is a choice on the New application page: a public one shows no secret and cannot make one', async () => {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    const browser = await signIn(idp.url, owner);
+    const developer = `/groups/${group.path}/settings/developer`;
+    const form = await browser.get(`${developer}/apps/new`).expect(200);
+    expect(form.text).to.match(/value="confidential"[^>]* checked>/);
+    const fields = { name: 'Phone app', homepageURL: 'https://phone.example.test', description: '', callbackURL: REDIRECT_URI, signOutRedirectURLs: '' };
+
+    const refused = await browser.submit(`${developer}/apps`, { ...fields, type: 'spa' }).expect(400);
+    expect(/id="type-error">([^<]*)</.exec(refused.text)?.[1]).to.equal('type must be confidential or public');
+    expect(await idp.db('oauth_apps').where({ group_id: group.id })).to.have.length(0);
+
+    const created = await browser.submit(`${developer}/apps`, { ...fields, type: 'public' });
+    expect(created.status).to.be.oneOf([201, 302, 303]);
+    const app = await idp.db('oauth_apps').where({ group_id: group.id }).first();
+    expect(app.client_type).to.equal('public');
+    const page = await browser.get(`${developer}/apps/${app.client_id}`).expect(200);
+    expect(/data-testid="app-type">([^<]*)</.exec(page.text)?.[1]).to.equal('Public');
+    expect(page.text).to.include('data-testid="public-client"').and.not.include('data-testid="client-secret"').and.not.include('/secrets"');
+    // A request made anyway (an old page, a script) is refused, and nothing is made.
+    await browser.submit(`${developer}/apps/${app.client_id}/secrets`).expect(409);
+    expect(await idp.db('oauth_app_secrets').where({ app_id: app.id })).to.have.length(0);
   });
 });
