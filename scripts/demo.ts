@@ -70,7 +70,7 @@ async function ensureApplication(db: Knex, group: GroupAccess, exampleUrl: strin
   const existing = items.find((a) => a.name === DEMO_APP_NAME);
   if (!existing) {
     const { app, secret } = await createApplication(db, group, fields);
-    return { clientId: app.client_id, clientSecret: secret.secret, note: 'created' };
+    return { clientId: app.client_id, clientSecret: secret!.secret, note: 'created' };
   }
   // The secret of the last run exists only as a hash: revoke it and make a new one.
   const access = await accessApplication(db, group.actor, existing.client_id);

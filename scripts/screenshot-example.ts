@@ -51,7 +51,7 @@ const { app, secret } = await createApplication(idp.db, await accessGroup(idp.db
   description: 'Lists your groups',
   callbackURL: `${exampleUrl}/callback`,
 });
-const example = await createExampleApp({ issuer: idpUrl, clientId: app.client_id, clientSecret: secret.secret, redirectUri: `${exampleUrl}/callback` });
+const example = await createExampleApp({ issuer: idpUrl, clientId: app.client_id, clientSecret: secret!.secret, redirectUri: `${exampleUrl}/callback` });
 exampleServer.on('request', example.callback());
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });

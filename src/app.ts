@@ -34,6 +34,7 @@ import { twoFactorRoutes } from './web/two-factor-routes.js';
 import { passkeyRoutes } from './web/passkey-routes.js';
 import { pruneAnsweredChallenges } from './services/passkeys.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
+import { apiDocsAssets } from './api/docs.js';
 import { appRoutes } from './web/app-routes.js';
 import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
@@ -70,6 +71,7 @@ const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/passkeys.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'passkeys.js')) },
   // @simplewebauthn/browser's own bundle, served from here (no CDN): it defines SimpleWebAuthnBrowser.
   '/static/webauthn.js': { type: 'application/javascript', body: readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '../dist/bundle/index.umd.min.js')) },
+  ...apiDocsAssets(),
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -182,7 +184,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

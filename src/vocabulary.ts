@@ -13,6 +13,14 @@ export type Role = (typeof ROLES)[number];
 export const VISIBILITY_LEVELS = ['private', 'internal', 'public'] as const;
 export type VisibilityLevel = (typeof VISIBILITY_LEVELS)[number];
 
+/**
+ * An OAuth application's type. `confidential`: a server that keeps a client secret and
+ * authenticates with it at the token endpoint. `public`: a native or single-page application
+ * that cannot keep a secret: it has none, and proves the code is its own with PKCE (S256).
+ */
+export const CLIENT_TYPES = ['confidential', 'public'] as const;
+export type ClientType = (typeof CLIENT_TYPES)[number];
+
 /** The scopes an application may ask for, and what the consent page says about each, in plain words. */
 export const SCOPES = {
   'groups:read-only': 'See the groups you belong to and your role in each',

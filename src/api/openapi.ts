@@ -21,7 +21,9 @@ const Group = groupJson.required({ role: true }).meta({ id: 'Group' });
 const ClientSecret = secretJson.meta({ id: 'ClientSecret' });
 const secrets = z.array(ClientSecret).max(MAX_ACTIVE_SECRETS);
 const OAuthApp = appJson.meta({ id: 'OAuthApp' });
-const OAuthAppWithSecrets = appJson.extend({ secrets }).meta({ id: 'OAuthAppWithSecrets' });
+const OAuthAppWithSecrets = appJson
+  .extend({ secrets, authorizedUsers: z.int().min(0).describe('How many users have authorized the application (and hold a grant of it)') })
+  .meta({ id: 'OAuthAppWithSecrets' });
 const CreatedOAuthApp = createdAppJson.extend({ secrets }).meta({ id: 'CreatedOAuthApp' });
 const NewClientSecret = newSecretJson.meta({ id: 'NewClientSecret' });
 const User = userJson
@@ -140,6 +142,19 @@ export function openApiDocument(issuer: string) {
             404: errorResponse('No such group, or the user is not a member'),
           },
         },
+        delete: {
+          operationId: 'deleteGroup',
+          summary: 'Delete a group (owners only)',
+          description:
+            'Scope `groups:read-write`; the caller must be an owner. The group goes with its members, its audit log and its OAuth applications; every grant of those applications ends, with each code, access token and refresh token, at once. Recorded in the site\'s audit log. It cannot be undone.',
+          parameters: [groupIdParam],
+          responses: {
+            204: noContent('Deleted'),
+            400: errorResponse('The id is not a positive integer'),
+            ...ownerAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
       },
       '/groups/{id}/oauth-apps': {
         get: {
@@ -157,7 +172,7 @@ export function openApiDocument(issuer: string) {
         post: {
           operationId: 'createOAuthApp',
           summary: 'Create an OAuth application of a group (owners only)',
-          description: 'Scope `groups:read-write`; the caller must be an owner. The response carries the first client secret (`clientSecret`), shown this once.',
+          description: 'Scope `groups:read-write`; the caller must be an owner. The response of a `confidential` application carries its first client secret (`clientSecret`), shown this once; a `public` one has none.',
           parameters: [groupIdParam],
           requestBody: jsonBody(NewOAuthApp, 'The application\'s fields; an unknown field is a 400', true),
           responses: {
@@ -209,11 +224,25 @@ export function openApiDocument(issuer: string) {
           },
         },
       },
+      '/oauth-apps/{clientID}/grants': {
+        delete: {
+          operationId: 'revokeAllUserTokens',
+          summary: 'Revoke all user tokens of an OAuth application (owners only)',
+          description:
+            'Scope `groups:read-write`. Every user\'s grant of the application ends, with each code, access token and refresh token issued under it; each user is asked to authorize again. The application and its client secrets stay.',
+          parameters: [clientIdParam],
+          responses: {
+            204: noContent('Every grant ended'),
+            ...ownerAuthErrors,
+            404: errorResponse('No such application, or the caller is not a member of its group'),
+          },
+        },
+      },
       '/oauth-apps/{clientID}/secrets': {
         post: {
           operationId: 'createClientSecret',
           summary: 'A new client secret, shown once (owners only)',
-          description: `Scope \`groups:read-write\`. An application holds at most ${MAX_ACTIVE_SECRETS} active secrets, so a server can rotate without downtime; one more is a 409.`,
+          description: `Scope \`groups:read-write\`. An application holds at most ${MAX_ACTIVE_SECRETS} active secrets, so a server can rotate without downtime; one more is a 409, as is any for a \`public\` application, which has no secret.`,
           parameters: [clientIdParam],
           requestBody: jsonBody(rules.newSecret, 'Nothing, or an empty object'),
           responses: {
@@ -221,7 +250,7 @@ export function openApiDocument(issuer: string) {
             400: errorResponse('The body has a field (none is taken)'),
             ...ownerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
-            409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets; revoke one first`),
+            409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets (revoke one first), or it is a public application`),
             ...bodyErrors,
           },
         },

@@ -12,6 +12,7 @@ import { API_PREFIX } from '../edge/surface.js';
 import { bearerAuth } from './auth.js';
 import { apiErrors, MAX_BODY_KIB } from './errors.js';
 import { groupsApi } from './groups/routes.js';
+import { API_DOCS_PAGE } from './docs.js';
 import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
 
@@ -54,13 +55,18 @@ function apiRouter(deps: ApiDeps): Router {
   router.get('/openapi.json', (ctx) => {
     ctx.body = document;
   });
+  // The same document, readable: no token needed, as for the document itself.
+  router.get('/docs', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = API_DOCS_PAGE;
+  });
   router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
   router.use(jsonBodiesOnly);
   router.use(bodyParser({ enableTypes: ['json'], jsonLimit: `${MAX_BODY_KIB}kb`, encoding: 'utf-8' }));
   router.use(refuseControlCharactersInBody);
 
   for (const routes of [
-    groupsApi({ db: deps.db, issuer: deps.issuer, realm }),
+    groupsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
     userApi({ db: deps.db, realm }),
     appsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
   ]) {

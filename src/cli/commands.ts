@@ -12,6 +12,7 @@ import { disableUser, enableUser, sendPasswordReset, setSiteAdmin } from '../ser
 import { createMailer } from '../services/mail.js';
 import { createApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
+import { deleteGroup } from '../services/group-deletion.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
 import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
@@ -161,15 +162,29 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
     callbackURL: flags.required('callback-url'),
     description: flags.string('description'),
     signOutRedirectURLs: flags.list('sign-out-url'),
+    type: flags.has('public') ? 'public' : 'confidential',
   });
   return {
-    json: presentApp(app, { secret: secret.secret }),
+    json: presentApp(app, { secret: secret?.secret }),
     text: [
-      `created application "${app.name}" in ${group.path}`,
+      `created ${app.client_type} application "${app.name}" in ${group.path}`,
       `clientID:     ${app.client_id}`,
-      `clientSecret: ${secret.secret}`,
-      'Copy the client secret now: it will not be shown again.',
+      ...(secret
+        ? [`clientSecret: ${secret.secret}`, 'Copy the client secret now: it will not be shown again.']
+        : ['A public application has no client secret: its authorization requests must carry a PKCE code_challenge (S256).']),
     ].join('\n'),
+  };
+}
+
+async function groupDelete({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const { group } = access;
+  // Loaded here only, as for user disable: oidc-provider is heavy.
+  const { withProvider } = await import('./provider.js');
+  const gone = await withProvider(config, db, (provider) => deleteGroup(db, provider, access));
+  return {
+    json: { groupId: Number(group.id), path: group.path, ...gone },
+    text: `deleted group ${group.path} with ${gone.members} member(s) and ${gone.applications} application(s); every token of those applications is revoked`,
   };
 }
 
@@ -273,10 +288,18 @@ export const commands: Command[] = [
     run: groupAddMember,
   },
   {
+    name: 'group delete',
+    usage: '--group P',
+    summary: 'Delete the group at path P with its members and applications; every token of its applications is revoked.',
+    strings: ['group'],
+    run: groupDelete,
+  },
+  {
     name: 'app create',
-    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]…',
-    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL.',
+    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]… [--public]',
+    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL. --public: a native or single-page application, with no secret and PKCE required.',
     strings: ['group', 'name', 'homepage-url', 'callback-url', 'description'],
+    booleans: ['public'],
     lists: ['sign-out-url'],
     run: appCreate,
   },

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { ClientType } from '../vocabulary.js';
 
 export interface AppRow {
   id: number;
@@ -10,6 +11,8 @@ export interface AppRow {
   callback_url: string;
   /** Sign-out redirect URLs, stored as a JSON array of strings (see `signOutUrlsOf`). */
   sign_out_urls: string;
+  /** Fixed when the application is registered: a public client has no secret and must use PKCE. */
+  client_type: ClientType;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -129,4 +132,9 @@ export async function pageAppsOfGroup(
 /** Locks an application's row until the transaction ends, so counts made after it stay true. */
 export async function lockApp(trx: Knex.Transaction, id: number): Promise<void> {
   await trx('oauth_apps').where({ id }).forUpdate().first('id');
+}
+
+export async function countAppsOfGroup(db: Knex, groupId: number): Promise<number> {
+  const row = await db('oauth_apps').where({ group_id: groupId }).count({ n: '*' }).first();
+  return Number((row as { n: number | string } | undefined)?.n ?? 0);
 }

@@ -84,3 +84,18 @@ export async function touchUserGrant(db: Knex, grantId: string, at: string): Pro
 export async function deleteUserGrantByGrantId(db: Knex, grantId: string): Promise<void> {
   await db('user_grants').where({ grant_id: grantId }).delete();
 }
+
+/** How many users have authorized an application (each has one listed grant). */
+export async function countGrantsOfClient(db: Knex, clientId: string): Promise<number> {
+  const row = await db('user_grants').where({ client_id: clientId }).count({ n: '*' }).first();
+  return Number((row as { n: number | string } | undefined)?.n ?? 0);
+}
+
+/** The listed grants of every application of a group. */
+export async function grantIdsOfGroup(db: Knex, groupId: number): Promise<string[]> {
+  const rows = await db('user_grants as ug')
+    .join('oauth_apps as a', 'a.client_id', 'ug.client_id')
+    .where('a.group_id', groupId)
+    .select('ug.grant_id');
+  return rows.map((r: { grant_id: string }) => r.grant_id);
+}

@@ -212,3 +212,16 @@ export async function lockMembership(trx: Knex.Transaction, groupId: number, use
 export async function lockGroup(trx: Knex.Transaction, groupId: number): Promise<void> {
   await trx('groups').where({ id: groupId }).forUpdate().first('id');
 }
+
+export async function countMembers(db: Knex, groupId: number): Promise<number> {
+  const row = await db('memberships').where({ group_id: groupId }).count({ n: '*' }).first();
+  return Number((row as { n: number | string } | undefined)?.n ?? 0);
+}
+
+/**
+ * Deletes a group; its memberships, applications (with their secrets and listed grants) and its
+ * own audit events go with it (ON DELETE CASCADE). True when this call deleted it.
+ */
+export async function deleteGroupRow(db: Knex, groupId: number): Promise<boolean> {
+  return (await db('groups').where({ id: groupId }).delete()) === 1;
+}

@@ -9,7 +9,8 @@ export type GroupAction =
   | 'manage-settings'
   | 'manage-members'
   | 'manage-apps'
-  | 'read-audit';
+  | 'read-audit'
+  | 'delete-group';
 
 export function canGroup(role: Role | undefined, action: GroupAction): boolean {
   if (!role) return false;

@@ -3,6 +3,7 @@ import { signOutUrlsOf, type AppRow, type SecretRow } from '../db/apps.js';
 import { toIso } from '../time.js';
 import { clientId, recordId } from '../ids.js';
 import { tokenPattern } from '../tokens.js';
+import { CLIENT_TYPES } from '../vocabulary.js';
 import { timestamp } from './json.js';
 
 /** An OAuth application as the API names its fields. */
@@ -13,6 +14,7 @@ export const appJson = z.object({
   description: z.string(),
   callbackURL: z.string(),
   signOutRedirectURLs: z.array(z.string()),
+  type: z.enum(CLIENT_TYPES).describe('`confidential`: authenticates with a client secret. `public` (native and single-page apps): no secret, token requests carry only `client_id`, PKCE S256 required'),
   groupId: recordId.describe('The group that owns the application'),
   createdAt: timestamp,
   updatedAt: timestamp,
@@ -39,8 +41,8 @@ export const newSecretJson = secretJson
 
 /** The application a request just made, with its first secret in plain. */
 export const createdAppJson = appJson.extend({
-  clientSecret: clientSecret.describe('Shown in this response only: the service keeps a digest'),
-  secretId: recordId.describe('The id of that secret, for revoking it later'),
+  clientSecret: clientSecret.optional().describe('Shown in this response only: the service keeps a digest. Absent for a public application, which has no secret'),
+  secretId: recordId.optional().describe('The id of that secret, for revoking it later. Absent for a public application'),
 });
 
 /**
@@ -56,6 +58,7 @@ export function presentApp(row: AppRow, options: { secret?: string } = {}): AppJ
     description: row.description,
     callbackURL: row.callback_url,
     signOutRedirectURLs: signOutUrlsOf(row),
+    type: row.client_type,
     groupId: Number(row.group_id),
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,

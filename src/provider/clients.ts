@@ -25,10 +25,15 @@ export function createClientAdapter(db: Knex): Adapter {
       const found = await findClientWithSecrets(db, clientId);
       if (!found) return undefined;
       const { app, secrets } = found;
+      // A public client (native or single-page application) has no secret and does not
+      // authenticate at the token endpoint; the provider then requires PKCE (configuration.ts).
+      const authentication = app.client_type === 'public'
+        ? { token_endpoint_auth_method: 'none' }
+        // The placeholder is required by the library for client_secret_basic/post; never compared (see compareClientSecret).
+        : { token_endpoint_auth_method: 'client_secret_basic', client_secret: PLACEHOLDER_SECRET };
       return {
         client_id: app.client_id,
-        // Required by the library for client_secret_basic/post; never compared (see compareClientSecret).
-        client_secret: PLACEHOLDER_SECRET,
+        ...authentication,
         client_name: app.name,
         client_uri: app.homepage_url,
         redirect_uris: [app.callback_url],
@@ -36,7 +41,6 @@ export function createClientAdapter(db: Knex): Adapter {
         post_logout_redirect_uris: signOutUrlsOf(app),
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_basic',
         id_token_signed_response_alg: 'RS256',
         secret_digests: secrets.map((s) => `${s.id}:${s.digest}`),
         group_id: app.group_id,

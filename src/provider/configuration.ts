@@ -66,8 +66,9 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     routes: ROUTES,
     // Lifetimes of codes, tokens, sessions and grants (vocabulary.ts).
     ttl: TTL,
-    // A client proves itself with its secret, in HTTP Basic or in the form; nothing else.
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    // A confidential client proves itself with its secret, in HTTP Basic or in the form; a public
+    // client (native or single-page application, registered as such) sends only its client_id.
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     // What every application is (the adapter says the same of each): code flow with refresh tokens,
     // its secret in HTTP Basic by default, ID tokens signed with RS256.
     clientDefaults: {
@@ -119,8 +120,10 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     rotateRefreshToken: true,
     // Every authorize request names its redirect_uri, even when the application has only one.
     allowOmittingSingleRegisteredRedirectUri: false,
-    // PKCE is honoured when sent, never demanded: every client is confidential and proves itself with its secret.
-    pkce: { required: () => false },
+    // PKCE is honoured whenever it is sent, and demanded of public clients only: they have no
+    // secret, so the challenge is what ties the code to the app that asked for it. Confidential
+    // clients prove themselves with their secret and may leave it out.
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
     // `state` is required, except alongside a PKCE challenge. `ignored_scope` carries the requested
     // scopes the library drops to the consent page, which names them (set only by compat.ts).
     extraParams: { state: requireStateWithoutPkce, [IGNORED_SCOPE_PARAM]: async () => {} },

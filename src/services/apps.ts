@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
-import { grantIdsOfClient } from '../db/grants.js';
+import { countGrantsOfClient, deleteUserGrantByGrantId, grantIdsOfClient } from '../db/grants.js';
 import { findGroupById } from '../db/groups.js';
 import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
@@ -77,12 +77,15 @@ export function secretsOf(db: Knex, access: AppAccess): Promise<apps.SecretRow[]
   return apps.listSecrets(db, access.app.id);
 }
 
-/** Creates an application of a group (owners only) with its first secret, shown to the caller once. */
+/**
+ * Creates an application of a group (owners only); a confidential one with its first secret,
+ * shown to the caller once, a public one with none.
+ */
 export async function createApplication(
   db: Knex,
   access: GroupAccess,
   input: unknown,
-): Promise<{ app: apps.AppRow; secret: NewSecret }> {
+): Promise<{ app: apps.AppRow; secret: NewSecret | undefined }> {
   requireGroupAction(access, 'manage-apps');
   const { actor, group: { id: groupId } } = access;
   const data = rules.parse(rules.newApplication, input);
@@ -96,11 +99,12 @@ export async function createApplication(
       description: data.description,
       callback_url: data.callbackURL,
       sign_out_urls: apps.storedSignOutUrls(data.signOutRedirectURLs),
+      client_type: data.type,
       created_by: auditActorId(actor),
       at,
     });
-    const secret = await addSecret(trx, app.id, at);
-    await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'app.create', target: app.client_id, details: { name: app.name }, ip: actor.ip }, at);
+    const secret = isPublic(app) ? undefined : await addSecret(trx, app.id, at);
+    await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'app.create', target: app.client_id, details: { name: app.name, type: data.type }, ip: actor.ip }, at);
     return { app, secret };
   });
 }
@@ -124,9 +128,15 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
   return { ...app, ...fields, updated_at: at };
 }
 
+/** A public client (a native or single-page application) has no secret: it uses PKCE instead. */
+export function isPublic(app: Pick<apps.AppRow, 'client_type'>): boolean {
+  return app.client_type === 'public';
+}
+
 export async function generateClientSecret(db: Knex, access: AppAccess): Promise<NewSecret> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
+  if (isPublic(app)) throw new ConflictError('type', 'a public application has no client secret: it proves its codes with PKCE');
   return db.transaction(async (trx) => {
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
@@ -169,6 +179,38 @@ export async function deleteApplication(db: Knex, provider: Provider, access: Ap
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
   });
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
+}
+
+/** How many users have authorized an application and hold its grant. */
+export function authorizedUsersOf(db: Knex, access: AppAccess): Promise<number> {
+  requireGroupAction(access, 'manage-apps');
+  return countGrantsOfClient(db, access.app.client_id);
+}
+
+/**
+ * Revoke all user tokens: every user's grant of the application ends, with its codes, access
+ * tokens and refresh tokens, and its listing (so each user is asked to consent again); the
+ * application and its secrets stay. Returns how many grants ended. A grant listed while this
+ * runs is not ended here: it was given after the owner asked.
+ */
+export async function revokeAllUserTokens(db: Knex, provider: Provider, access: AppAccess): Promise<number> {
+  requireGroupAction(access, 'manage-apps');
+  const { actor, app } = access;
+  const grantIds = await grantIdsOfClient(db, app.client_id);
+  await revokeGrants(db, provider, grantIds);
+  await recordAudit(db, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.tokens.revoke', target: app.client_id, details: { grants: grantIds.length }, ip: actor.ip }, now());
+  return grantIds.length;
+}
+
+/**
+ * Ends grants in the token storage (SQL or Redis), then unlists each: storage first, so a failure
+ * half-way leaves the rest listed and a second try finishes the work.
+ */
+export async function revokeGrants(db: Knex, provider: Provider, grantIds: readonly string[]): Promise<void> {
+  for (const grantId of grantIds) {
+    await revokeGrant(provider, grantId);
+    await deleteUserGrantByGrantId(db, grantId);
+  }
 }
 
 /** What the consent page shows of an application: its fields and its group's name; 404 once it is gone. */

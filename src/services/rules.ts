@@ -1,7 +1,7 @@
 import * as commonWords from '@zxcvbn-ts/language-common';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
+import { CLIENT_TYPES, ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
 
 /**
  * Input rules: the fields of users, groups and applications, the API's bodies and query strings.
@@ -133,6 +133,12 @@ const signOutRedirectURLs = z
     'Sign-out redirect URLs: where RP-initiated logout (`GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…`) may send a person back to after signing out. Each follows the callback URL\'s rules and is matched exactly; a repeated URL counts once. Default empty; an edit that names the field replaces the whole list.',
   );
 
+const clientType = z
+  .enum(CLIENT_TYPES, { error: 'type must be confidential or public' })
+  .describe(
+    '`confidential` (the default): a server that keeps a client secret and authenticates with it at the token endpoint. `public`: a native or single-page application that cannot keep a secret: it gets none, its token requests carry only `client_id` (token_endpoint_auth_method `none`), and every authorization request must carry a PKCE `code_challenge` (S256). Fixed when the application is created.',
+  );
+
 /** A new OAuth application; an unknown field is an error. */
 export const newApplication = z.strictObject({
   name,
@@ -140,14 +146,17 @@ export const newApplication = z.strictObject({
   description,
   callbackURL,
   signOutRedirectURLs: signOutRedirectURLs.default([]),
+  type: clientType.default('confidential'),
 });
 
 /**
  * An edit of an application names only the fields it changes. The defaults of the description ('')
  * and of the sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would
- * silently empty it.
+ * silently empty it. The type is not among them: a public client's tokens were issued without a
+ * secret, so it stays what it was registered as.
  */
 export const applicationChanges = newApplication
+  .omit({ type: true })
   .partial()
   .extend({ description: description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
 

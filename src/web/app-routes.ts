@@ -10,10 +10,13 @@ import { presentApp, presentSecret } from '../presenters/app.js';
 import {
   applicationOfGroup,
   applicationsOf,
+  authorizedUsersOf,
   createApplication,
   deleteApplication,
   generateClientSecret,
+  isPublic,
   MAX_ACTIVE_SECRETS,
+  revokeAllUserTokens,
   revokeClientSecret,
   secretsOf,
   signOutUrlsOf,
@@ -36,7 +39,19 @@ const NOTICES: Record<string, string> = {
   updated: 'Application updated.',
   'secret-revoked': 'Client secret revoked. It no longer authenticates.',
   deleted: 'Application deleted. Its codes and tokens no longer work.',
+  'tokens-revoked': 'Every user token of this application is revoked. Its users must authorize it again.',
 };
+
+/** The two application types, with what each is for, as the new-application form offers them. */
+const CLIENT_TYPES = [
+  { value: 'confidential', label: 'Confidential', explanation: 'A server that can keep a client secret; it authenticates with it when it exchanges a code.' },
+  { value: 'public', label: 'Public', explanation: 'A native or single-page app that cannot keep a secret: no secret, and every authorization must use PKCE (S256).' },
+] as const;
+
+/** The type chosen on the new-application form (the service refuses anything but the two). */
+function clientTypeOf(ctx: Ctx): string {
+  return formFields(ctx).type || 'confidential';
+}
 
 /** The Developer page shows at most this many applications; the API pages through any number. */
 const LIST_LIMIT = 200;
@@ -119,6 +134,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       appUrl: appUrl(group, app),
       developerUrl: developerUrl(group),
       secrets,
+      isPublic: isPublic(app),
+      authorizedUsers: await authorizedUsersOf(db, access),
       canGenerate: secrets.length < MAX_ACTIVE_SECRETS,
       maxSecrets: MAX_ACTIVE_SECRETS,
       newSecret: extra.newSecret ?? null,
@@ -129,13 +146,14 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     }, status);
   }
 
-  function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm; errors?: Record<string, string> } = {}, status = 200) {
+  function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm & { type?: string }; errors?: Record<string, string> } = {}, status = 200) {
     render(ctx, 'groups/settings/app-new', {
       title: `New application · ${group.name}`,
       group,
       tab: 'developer',
       developerUrl: developerUrl(group),
-      values: extra.values ?? EMPTY_FORM,
+      clientTypes: CLIENT_TYPES,
+      values: extra.values ?? { ...EMPTY_FORM, type: 'confidential' },
       errors: extra.errors ?? {},
     }, status);
   }
@@ -168,11 +186,13 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.post('/apps', ownersOnly, async (ctx) => {
     const access = accessOf(ctx);
     const values = appForm(ctx);
+    const type = clientTypeOf(ctx);
     let created: Awaited<ReturnType<typeof createApplication>>;
     try {
-      created = await createApplication(db, access, appInput(values));
+      created = await createApplication(db, access, { ...appInput(values), type });
     } catch (err) {
-      renderNew(ctx, access.group, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      const errors = err instanceof AppError && err.field === 'type' ? { type: err.message } : fieldErrors(err);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors }, (err as AppError).status);
       return;
     }
     await renderEdit(ctx, { ...access, app: created.app }, { newSecret: created.secret, flash: 'Application created.' }, 201);
@@ -211,6 +231,26 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = appAccess(ctx);
     await revokeClientSecret(db, access, secretId(ctx));
     ctx.redirect(`${appUrl(access.group, access.app)}?notice=secret-revoked`);
+  });
+
+  // Revoke all user tokens (GitHub's name): asked on a page of its own, as deleting is.
+  router.get('/apps/:clientId/revoke-tokens', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
+    const { group, app } = access;
+    render(ctx, 'groups/settings/app-revoke-tokens', {
+      title: `Revoke all user tokens of ${app.name}? · ${group.name}`,
+      group,
+      tab: 'developer',
+      app: presentApp(app),
+      appUrl: appUrl(group, app),
+      authorizedUsers: await authorizedUsersOf(db, access),
+    });
+  });
+
+  router.post('/apps/:clientId/revoke-tokens', ownersOnly, loadApp, async (ctx) => {
+    const access = appAccess(ctx);
+    await revokeAllUserTokens(db, provider, access);
+    ctx.redirect(`${appUrl(access.group, access.app)}?notice=tokens-revoked`);
   });
 
   // Deleting asks first on a page of its own, so a stray click (or a page without scripts) cannot delete.

@@ -1,5 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
 import { toIso } from '../time.js';
@@ -20,14 +21,16 @@ import {
   updateGroupSettings,
   type GroupAccess,
 } from '../services/groups.js';
+import { deleteGroup, groupDeletionSummary, requireDeletionConfirmed } from '../services/group-deletion.js';
 import * as rules from '../services/rules.js';
 import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
 import { render } from './render.js';
 
+/** The levels as GitLab names them, each with who it is meant for, shown next to the choice. */
 export const VISIBILITY_LEVELS = [
-  { value: 'private', label: 'Private' },
-  { value: 'internal', label: 'Internal' },
-  { value: 'public', label: 'Public' },
+  { value: 'private', label: 'Private', explanation: 'Only members of the group.' },
+  { value: 'internal', label: 'Internal', explanation: 'Anyone signed in to Horizon ID.' },
+  { value: 'public', label: 'Public', explanation: 'Anyone, signed in or not.' },
 ] as const;
 
 export const ROLES = [
@@ -43,6 +46,7 @@ const NOTICES: Record<string, string> = {
   added: 'Member added.',
   role: 'Role changed.',
   removed: 'Member removed.',
+  deleted: 'Group deleted. Its applications\' tokens no longer work.',
 };
 
 const PATH_HINT = '2–64 lower-case letters, digits, "-", "_" or "." — it becomes the address /groups/<path>.';
@@ -50,7 +54,7 @@ const PATH_HINT = '2–64 lower-case letters, digits, "-", "_" or "." — it bec
 type Ctx = RouterContext;
 
 /** Groups pages: the list of mine, a new group, a group and its settings. */
-export function groupRoutes(deps: WebDeps): Router {
+export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   const { db } = deps;
   const router = new Router();
   const loadGroup = pageGroupLoader(deps);
@@ -67,7 +71,7 @@ export function groupRoutes(deps: WebDeps): Router {
   router.get('/groups', async (ctx) => {
     const user = requireUser(ctx);
     const { items } = await groupsOfUser(db, user.id, { limit: 200, offset: 0 });
-    render(ctx, 'groups/index', { title: 'Groups', groups: items });
+    render(ctx, 'groups/index', { title: 'Groups', groups: items, flash: notice(ctx) });
   });
 
   router.get('/groups/new', (ctx) => {
@@ -217,6 +221,36 @@ export function groupRoutes(deps: WebDeps): Router {
     const { group } = access;
     const events = (await auditLogOf(db, access)).map(presentAuditEvent);
     render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
+  });
+
+  // Settings: Delete the group, after a page naming what goes with it and asking for its path.
+  async function renderDelete(ctx: Ctx, access: GroupAccess, errors: Record<string, string> = {}, status = 200) {
+    const { group } = access;
+    render(ctx, 'groups/settings/delete', {
+      title: `Delete ${group.name}?`,
+      group,
+      tab: 'general',
+      summary: await groupDeletionSummary(db, access),
+      values: { confirm: '' },
+      errors,
+    }, status);
+  }
+
+  router.get('/groups/:path/settings/delete', loadGroup('delete-group'), async (ctx) => {
+    await renderDelete(ctx, accessOf(ctx));
+  });
+
+  router.post('/groups/:path/settings/delete', loadGroup('delete-group'), async (ctx) => {
+    const access = accessOf(ctx);
+    try {
+      requireDeletionConfirmed(access, formFields(ctx).confirm);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      await renderDelete(ctx, access, { [err.field]: err.message }, err.status);
+      return;
+    }
+    await deleteGroup(db, deps.provider, access);
+    ctx.redirect('/groups?notice=deleted');
   });
 
   // Settings: Developer lives in app-routes.ts.

@@ -72,7 +72,7 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(data.secretId).to.equal(secret!.id);
       expect(data.secrets).to.deep.equal([{ id: secret!.id, lastFour: data.clientSecret.slice(-4), createdAt: data.createdAt, lastUsedAt: null }]);
       expect(Object.keys(data).sort()).to.deep.equal(
-        ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'groupId', 'homepageURL', 'name', 'secretId', 'secrets', 'signOutRedirectURLs', 'updatedAt'],
+        ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'groupId', 'homepageURL', 'name', 'secretId', 'secrets', 'signOutRedirectURLs', 'type', 'updatedAt'],
       );
     });
 

@@ -137,6 +137,8 @@ describeEachProfile('API OpenAPI document', (profile) => {
       rotatingSecret: number;
       /** An application of `groupId`, where the fixture's user is only a member. */
       memberApp: string;
+      /** A group of the owner's, for deleting. */
+      doomedGroupId: number;
     };
 
     before(async () => {
@@ -165,6 +167,7 @@ describeEachProfile('API OpenAPI document', (profile) => {
         rotatingApp: rotating.clientId,
         rotatingSecret: rotating.secretId,
         memberApp: (await makeApp(db, owner.id, group.id, { name: 'Not the member’s' })).clientId,
+        doomedGroupId: (await makeGroup(db, owner.id)).id,
       };
     });
 
@@ -178,6 +181,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'bad pageSize', method: 'get', template: '/groups', path: () => '/groups?pageSize=0', token: () => fixture.pat, status: 400 },
       { name: 'no token', method: 'get', template: '/groups', path: () => '/groups', status: 401 },
       { name: 'a token without the scope', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.openidOnly, status: 403 },
+      { name: 'a group deletion', method: 'delete', template: '/groups/{id}', path: () => `/groups/${fixture.doomedGroupId}`, token: () => fixture.owner, status: 204 },
+      { name: 'a deleted group', method: 'delete', template: '/groups/{id}', path: () => `/groups/${fixture.doomedGroupId}`, token: () => fixture.owner, status: 404 },
+      { name: 'a member, not an owner', method: 'delete', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'one group', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.pat, status: 200 },
       { name: 'one group (read-write token)', method: 'get', template: '/groups/{id}', path: () => `/groups/${fixture.groupId}`, token: () => fixture.patNoEmail, status: 200 },
       { name: 'a bad group id', method: 'get', template: '/groups/{id}', path: () => '/groups/abc', token: () => fixture.pat, status: 400 },
@@ -208,6 +214,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'an application of others', method: 'patch', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.app}`, token: () => fixture.patNoEmail, body: { name: 'x' }, status: 404 },
       { name: 'a deletion', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 204 },
       { name: 'an unknown application', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 404 },
+      { name: 'a new public application', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, type: 'public' }, status: 201 },
+      { name: 'all user tokens revoked', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.app}/grants`, token: () => fixture.owner, status: 204 },
+      { name: 'a member, not an owner', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.memberApp}/grants`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'a new secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.app}/secrets`, token: () => fixture.owner, status: 201 },
       { name: 'a third secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.fullApp}/secrets`, token: () => fixture.owner, status: 409 },
       { name: 'a member, not an owner', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.memberApp}/secrets`, token: () => fixture.patNoEmail, status: 403 },

@@ -83,6 +83,23 @@ describeEachProfile('idp CLI', (profile) => {
     expect(membership).to.deep.equal({ role: 'maintainer' });
   });
 
+  it('app create --public makes a public application: no secret, PKCE required', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const app = json(
+      await idp(t.url, [
+        'app', 'create', '--group', group.path, '--name', 'Phone App', '--public',
+        '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
+      ]),
+    );
+    expect(app).to.not.have.property('clientSecret');
+    expect(app.type).to.equal('public');
+    const row = await t.db('oauth_apps').where({ client_id: String(app.clientID) }).first();
+    expect(await t.db('oauth_app_secrets').where({ app_id: row.id })).to.have.length(0);
+    const text = await idp(t.url, ['app', 'create', '--group', group.path, '--name', 'Another', '--public', '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb']);
+    expect(text.stdout).to.include('A public application has no client secret').and.not.include('clientSecret:');
+  });
+
   it('app create prints the client secret once and stores only its digest', async () => {
     const owner = await makeUser(t.db);
     const group = await makeGroup(t.db, owner.id);
@@ -92,7 +109,8 @@ describeEachProfile('idp CLI', (profile) => {
         '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
       ]),
     );
-    expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'groupId', 'createdAt', 'updatedAt');
+    expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'type', 'groupId', 'createdAt', 'updatedAt');
+    expect(app.type).to.equal('confidential');
     expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });
     expect(app.signOutRedirectURLs).to.deep.equal([]);
     const secret = String(app.clientSecret);

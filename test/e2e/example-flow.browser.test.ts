@@ -58,7 +58,7 @@ describeEachProfile('a browser through the example third-party server', function
     await page.getByLabel('Name', { exact: true }).fill('Analytical Engines <&>');
     await page.getByLabel('Path').fill('engines');
     await page.getByLabel('Description').fill('Where the engines are');
-    await page.getByLabel('Visibility').selectOption('internal');
+    await page.getByRole('radio', { name: 'Internal' }).check();
     await page.getByRole('button', { name: 'Create group' }).click();
     expect(await page.getByTestId('group-name').textContent()).to.equal('Analytical Engines <&>');
 

@@ -25,14 +25,16 @@ export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: s
   return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
 }
 
-export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string } = {}) {
+export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string; type?: 'confidential' | 'public' } = {}) {
   const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
     description: 'An application for tests',
     callbackURL: overrides.callbackURL ?? CALLBACK,
+    type: overrides.type,
   });
-  return { app, clientId: app.client_id, clientSecret: secret.secret, secretId: secret.id };
+  // A public application has no secret: its clientSecret and secretId are empty.
+  return { app, clientId: app.client_id, clientSecret: secret?.secret ?? '', secretId: secret?.id ?? 0 };
 }
 
 /** An application of a new group owned by `user` (a new user unless given), with what a client knows of it. */

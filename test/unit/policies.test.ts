@@ -9,6 +9,7 @@ const expected: Record<GroupAction, Record<Role | 'none', boolean>> = {
   'manage-members': { owner: true, maintainer: false, member: false, none: false },
   'manage-apps': { owner: true, maintainer: false, member: false, none: false },
   'read-audit': { owner: true, maintainer: false, member: false, none: false },
+  'delete-group': { owner: true, maintainer: false, member: false, none: false },
 };
 
 describe('canGroup', () => {

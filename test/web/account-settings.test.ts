@@ -146,21 +146,21 @@ describeEachProfile('account settings pages', (profile) => {
       let rows: ReturnType<typeof tokenRows> = [];
       for (let i = 0; i < 50; i += 1) {
         rows = tokenRows(await page(browser, '/account/settings/tokens'));
-        if (rows.find((r) => r.html.includes('forever'))?.html.match(/<td><time[^>]*>[^<]*<\/time><\/td>\s*<td><time/)) break;
+        if (rows.find((r) => r.html.includes('forever'))?.html.match(/<td[^>]*><time[^>]*>[^<]*<\/time><\/td>\s*<td[^>]*><time/)) break;
         await new Promise((r) => setTimeout(r, 20));
       }
       expect(rows).to.have.length(2);
       const [week, ever] = rows; // newest first
       expect(week!.html).to.include('a week');
       expect(week!.html).to.include('<span class="scope">groups:read-only</span>');
-      const weekCells = [...week!.html.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.trim());
+      const weekCells = [...week!.html.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.trim());
       expect(weekCells[2]).to.match(/^<time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>$/);
       expect(weekCells[3]).to.equal('never');
       const expires = /datetime="([^"]+)"/.exec(weekCells[4]!)![1]!;
       expect(Date.parse(expires) - Date.now()).to.be.within(7 * 86_400_000 - 60_000, 7 * 86_400_000 + 60_000);
 
       expect(ever!.html).to.include('<span class="scope">groups:read-only</span><span class="scope">groups:read-write</span>');
-      const everCells = [...ever!.html.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.trim());
+      const everCells = [...ever!.html.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.trim());
       expect(everCells[3], 'last used').to.match(/^<time datetime=/);
       expect(everCells[4], 'expires').to.equal('never');
     });
@@ -277,7 +277,7 @@ describeEachProfile('account settings pages', (profile) => {
       expect(row).to.include(`<span data-testid="application-group">${client.group.name}</span>`);
       expect(row).to.include('href="https://app.example.test"');
       for (const scope of ['openid', 'email', 'groups:read-only']) expect(row).to.include(`<span class="scope">${scope}</span>`);
-      expect(row).to.match(/<td><time datetime="[^"]+">[^<]+<\/time><\/td>\s*<td><time datetime="[^"]+">/);
+      expect(row).to.match(/<td[^>]*><time datetime="[^"]+">[^<]+<\/time><\/td>\s*<td[^>]*><time datetime="[^"]+">/);
       expect(row).to.include(`action="/account/settings/applications/${client.clientId}/revoke"`);
     });
 

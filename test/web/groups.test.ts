@@ -50,7 +50,11 @@ describeEachProfile('groups pages', (profile) => {
       const client = await signIn(idp.url, await makeUser(idp.db));
       const res = await client.get('/groups/new').expect(200);
       for (const label of ['>Name<', '>Path<', '>Description<', '>Visibility<', 'Create group']) expect(res.text).to.include(label);
-      expect(res.text).to.match(/<option value="private" selected>/);
+      expect(res.text).to.match(/<input type="radio" id="visibility-private" name="visibilityLevel" value="private"[^>]* checked>/);
+      // Each level says who it is for, next to the choice.
+      expect(res.text).to.include('Only members of the group.').and.include('Anyone signed in to Horizon ID.').and.include('Anyone, signed in or not.');
+      // Path is suggested from the name by site.js, from the element around the path field.
+      expect(res.text).to.include('data-path-from="name"');
     });
 
     it('creates a group whose creator is its owner and sees Settings', async () => {
@@ -81,7 +85,7 @@ describeEachProfile('groups pages', (profile) => {
       expect(inputValue(res.text, 'name')).to.equal('Copycat');
       expect(inputValue(res.text, 'path')).to.equal(group.path);
       expect(res.text).to.include('>Typed text</textarea>');
-      expect(res.text).to.match(/<option value="public" selected>/);
+      expect(res.text).to.match(/value="public"[^>]* checked>/);
       expect(Number(((await idp.db('groups').count({ n: '*' }).first()) as { n: number | string }).n)).to.equal(before);
     });
 

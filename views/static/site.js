@@ -19,3 +19,26 @@ document.addEventListener('submit', (event) => {
 document.addEventListener('DOMContentLoaded', () => {
   for (const form of document.querySelectorAll('form[data-auto-submit]')) form.submit();
 });
+// A path suggested from the name as the person types (New group): <div data-path-from="name"> around
+// the path field. Lower case, runs of anything but letters, digits, "-", "_" and "." become "-",
+// at most 64 characters; the server checks the path as always. Once the person edits the path
+// themselves it is theirs and the name no longer changes it.
+document.addEventListener('DOMContentLoaded', () => {
+  for (const holder of document.querySelectorAll('[data-path-from]')) {
+    const path = holder.querySelector('input');
+    const name = document.getElementById(holder.getAttribute('data-path-from'));
+    if (!path || !name) continue;
+    let suggested = path.value === '' || path.value === suggestPath(name.value);
+    path.addEventListener('input', () => { suggested = path.value === ''; });
+    name.addEventListener('input', () => { if (suggested) path.value = suggestPath(name.value); });
+  }
+});
+function suggestPath(name) {
+  return name
+    .normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_.]+/g, '-')
+    .replace(/^[-.]+|[-.]+$/g, '')
+    .slice(0, 64)
+    .replace(/[-.]+$/, '');
+}

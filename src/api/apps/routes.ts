@@ -8,8 +8,10 @@ import { presentApp, presentAppWithSecrets } from '../../presenters/app.js';
 import {
   applicationsOf,
   createApplication,
+  authorizedUsersOf,
   deleteApplication,
   generateClientSecret,
+  revokeAllUserTokens,
   revokeClientSecret,
   secretsOf,
   updateApplication,
@@ -35,6 +37,11 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
   const loadGroup = apiGroupLoader(db);
   const app = loadApp(db);
   const appAccess = (ctx: Context) => accessOf<AppAccess>(ctx);
+  /** One application as reads show it: its secrets masked and how many users have authorized it. */
+  const appWithSecrets = async (access: AppAccess) => ({
+    ...presentAppWithSecrets(access.app, await secretsOf(db, access)),
+    authorizedUsers: await authorizedUsersOf(db, access),
+  });
 
   router.get('/groups/:id/oauth-apps', readWrite, loadGroup('manage-apps'), async (ctx) => {
     const page = parsePage(ctx);
@@ -47,23 +54,28 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
     ctx.status = 201;
     ctx.set('Location', `${deps.issuer}/apis/v2/oauth-apps/${encodeURIComponent(created.client_id)}`);
     ctx.set('Cache-Control', 'no-store');
-    const secrets = [{ id: secret.id, last_four: secret.lastFour, created_at: secret.createdAt, last_used_at: null }];
+    const secrets = secret ? [{ id: secret.id, last_four: secret.lastFour, created_at: secret.createdAt, last_used_at: null }] : [];
     ctx.body = { data: presentAppWithSecrets(created, secrets, secret) };
   });
 
   router.get('/oauth-apps/:clientID', readWrite, app, async (ctx) => {
-    const access = appAccess(ctx);
-    ctx.body = { data: presentAppWithSecrets(access.app, await secretsOf(db, access)) };
+    ctx.body = { data: await appWithSecrets(appAccess(ctx)) };
   });
 
   router.patch('/oauth-apps/:clientID', readWrite, app, async (ctx) => {
     const access = appAccess(ctx);
     const updated = await updateApplication(db, access, jsonObject(ctx));
-    ctx.body = { data: presentAppWithSecrets(updated, await secretsOf(db, access)) };
+    ctx.body = { data: await appWithSecrets({ ...access, app: updated }) };
   });
 
   router.delete('/oauth-apps/:clientID', readWrite, app, async (ctx) => {
     await deleteApplication(db, provider, appAccess(ctx));
+    ctx.status = 204;
+  });
+
+  // GitHub's "Revoke all user tokens": every user's grant ends; the application and its secrets stay.
+  router.delete('/oauth-apps/:clientID/grants', readWrite, app, async (ctx) => {
+    await revokeAllUserTokens(db, provider, appAccess(ctx));
     ctx.status = 204;
   });
 
