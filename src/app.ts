@@ -34,6 +34,7 @@ import { loadCurrentUser, type WebDeps } from './web/context.js';
 import { cookieNames } from './cookie-names.js';
 import { refuseHashingWhenBusy } from './web/busy.js';
 import { csrfProtection } from './web/csrf.js';
+import { oneTimeFlash } from './web/flash.js';
 import { webErrors } from './web/errors.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
@@ -41,6 +42,7 @@ import { Limits } from './services/limits.js';
 import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
+import { pruneOldSubmissions } from './services/submissions.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -170,6 +172,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(refuseControlCharactersInBody);
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
+  web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
   for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes(deps), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
@@ -191,6 +194,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
   const sessionPruner = setInterval(() => {
     pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
+    pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
   }, 10 * 60 * 1000).unref();
 
   return {

@@ -9,14 +9,17 @@ export interface CookieNames {
   interaction: string;
   resume: string;
   csrf: string;
+  /** The one-time message of a POST to the page it redirects to (web/flash.ts). */
+  flash: string;
 }
 
 export function cookieNames(secure: boolean): CookieNames {
-  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf' };
+  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', flash: 'idp_flash' };
   return {
     session: '__Host-idp_session',
     interaction: '__Secure-idp_interaction',
     resume: '__Secure-idp_interaction_resume',
     csrf: '__Host-idp_csrf',
+    flash: '__Host-idp_flash',
   };
 }

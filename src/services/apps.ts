@@ -9,10 +9,11 @@ import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
 import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
-import { auditActorId, type Actor } from './context.js';
+import { auditActorId, changedFields, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
 import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
 import * as rules from './rules.js';
+import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 
 export const MAX_ACTIVE_SECRETS = 2;
 
@@ -77,16 +78,21 @@ export function secretsOf(db: Knex, access: AppAccess): Promise<apps.SecretRow[]
   return apps.listSecrets(db, access.app.id);
 }
 
-/** Creates an application of a group (owners only) with its first secret, shown to the caller once. */
+/**
+ * Creates an application of a group (owners only) with its first secret, shown to the caller
+ * once. With a form's one-time key, a repeated submission creates nothing (RepeatedSubmission).
+ */
 export async function createApplication(
   db: Knex,
   access: GroupAccess,
   input: unknown,
+  submission?: SubmissionKey,
 ): Promise<{ app: apps.AppRow; secret: NewSecret }> {
   requireGroupAction(access, 'manage-apps');
   const { actor, group: { id: groupId } } = access;
   const data = rules.parse(rules.newApplication, input);
   return db.transaction(async (trx) => {
+    await claimSubmission(trx, submission);
     const at = now();
     const app = await apps.insertApp(trx, {
       client_id: randomBytes(10).toString('hex'),
@@ -100,6 +106,7 @@ export async function createApplication(
       at,
     });
     const secret = await addSecret(trx, app.id, at);
+    await completeSubmission(trx, submission, app.client_id);
     await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'app.create', target: app.client_id, details: { name: app.name }, ip: actor.ip }, at);
     return { app, secret };
   });
@@ -117,17 +124,22 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
     sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
   };
   const at = now();
+  const changes = changedFields(
+    { name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app) },
+    { name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields) },
+  );
   await db.transaction(async (trx) => {
     await apps.updateApp(trx, app.id, { ...fields, at });
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: { changes }, ip: actor.ip }, at);
   });
   return { ...app, ...fields, updated_at: at };
 }
 
-export async function generateClientSecret(db: Knex, access: AppAccess): Promise<NewSecret> {
+export async function generateClientSecret(db: Knex, access: AppAccess, submission?: SubmissionKey): Promise<NewSecret> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   return db.transaction(async (trx) => {
+    await claimSubmission(trx, submission);
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
     if ((await apps.countSecrets(trx, app.id)) >= MAX_ACTIVE_SECRETS) {
@@ -135,6 +147,7 @@ export async function generateClientSecret(db: Knex, access: AppAccess): Promise
     }
     const at = now();
     const secret = await addSecret(trx, app.id, at);
+    await completeSubmission(trx, submission, secret.id);
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
     return secret;
   });
@@ -145,8 +158,9 @@ export async function revokeClientSecret(db: Knex, access: AppAccess, secretId: 
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   await db.transaction(async (trx) => {
-    if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
+    const lastFour = await apps.deleteSecret(trx, app.id, secretId);
+    if (lastFour === undefined) throw new NotFoundError('no such secret');
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { lastFour }, ip: actor.ip }, now());
   });
 }
 

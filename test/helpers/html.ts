@@ -7,6 +7,11 @@ export function findCsrf(html: string): string | undefined {
   return CSRF_FIELD.exec(html)?.[1];
 }
 
+/** The one-time key of the page's (first) creating form, or undefined when it has none. */
+export function findOnceKey(html: string): string | undefined {
+  return /name="_once" value="([^"]+)"/.exec(html)?.[1];
+}
+
 export function csrfFrom(html: string): string {
   const token = findCsrf(html);
   if (!token) throw new Error('no CSRF token on the page');

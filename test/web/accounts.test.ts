@@ -57,7 +57,7 @@ describeEachProfile('account pages', (profile) => {
       const res = await client
         .submit('/signup', { username: 'bad name!', email: `bad-${unique()}@example.test`, name: '', password: PASSWORD })
         .expect(400);
-      expect(fieldError(res.text, 'username')).to.include('username may contain only letters, digits');
+      expect(fieldError(res.text, 'username')).to.include('Username may contain only letters, digits');
       expect(inputValue(res.text, 'username')).to.equal('bad name!');
       expect(await countUsers()).to.equal(before);
     });
@@ -69,7 +69,7 @@ describeEachProfile('account pages', (profile) => {
       const res = await client
         .submit('/signup', { username, email: `${username}@example.test`, name: 'x'.repeat(101), password: PASSWORD })
         .expect(400);
-      expect(fieldError(res.text, 'name')).to.equal('name must be at most 100 characters');
+      expect(fieldError(res.text, 'name')).to.equal('Name must be at most 100 characters');
       expect(await countUsers()).to.equal(before);
     });
   });

@@ -96,7 +96,7 @@ describeEachProfile('groups pages', (profile) => {
       const client = await signIn(idp.url, await makeUser(idp.db));
       const path = `noname-${unique()}`;
       const res = await client.submit('/groups/new', { name: '  ', path, visibilityLevel: 'private' }).expect(400);
-      expect(fieldError(res.text, 'name')).to.equal('name is required');
+      expect(fieldError(res.text, 'name')).to.equal('Name is required');
       expect(inputValue(res.text, 'path')).to.equal(path);
     });
 
@@ -252,7 +252,7 @@ describeEachProfile('groups pages', (profile) => {
       const res = await client
         .submit(`/groups/${group.path}/settings`, { name: 'Kept name', description: 'd'.repeat(401), visibilityLevel: 'public' })
         .expect(400);
-      expect(fieldError(res.text, 'description')).to.equal('description must be at most 400 characters');
+      expect(fieldError(res.text, 'description')).to.equal('Description must be at most 400 characters');
       expect(inputValue(res.text, 'name')).to.equal('Kept name');
       expect((await groupRow(group.id)).name).to.equal(group.name);
     });
@@ -279,7 +279,7 @@ describeEachProfile('groups pages', (profile) => {
     it('shows an unknown user next to the Username or email field, keeping what was typed', async () => {
       const { group, client } = await groupWithOwner();
       const res = await client.submit(`/groups/${group.path}/settings/members`, { user: 'nobody-here', role: 'member' }).expect(400);
-      expect(fieldError(res.text, 'user')).to.equal('no user "nobody-here"');
+      expect(fieldError(res.text, 'user')).to.equal('No user "nobody-here"');
       expect(inputValue(res.text, 'user')).to.equal('nobody-here');
     });
 
@@ -364,12 +364,14 @@ describeEachProfile('groups pages', (profile) => {
       const rows = [...res.text.matchAll(/<tr data-testid="audit-row">([\s\S]*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
       expect(rows).to.have.length(6);
       const [update, remove, role, addB, addA, create] = rows;
-      expect(create).to.include('group.create').and.include(group.path).and.include(owner.username);
-      expect(addA).to.include('member.add').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
-      expect(addB).to.include('member.add').and.include(b.username);
-      expect(role).to.include('member.role').and.include(a.username).and.include('from: member, to: maintainer').and.include(owner.username);
-      expect(remove).to.include('member.remove').and.include(b.username);
-      expect(update).to.include('group.update').and.include('Audited');
+      expect(create).to.include('Group created').and.include(group.path).and.include(owner.username);
+      expect(addA).to.include('Member added').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
+      expect(addB).to.include('Member added').and.include(b.username);
+      expect(role).to.include('Role changed').and.include(a.username).and.include('role: member → maintainer').and.include(owner.username);
+      expect(remove).to.include('Member removed').and.include(b.username).and.include('role was member');
+      // Only what changed, by the form's labels: the description and visibility stayed.
+      expect(update).to.include('Group settings changed').and.include(`(Name: ${group.name} → Audited)`);
+      expect(update).not.to.include('Description').and.not.to.include('Visibility');
     });
 
     it('shows the Developer placeholder with a New application link', async () => {

@@ -5,6 +5,7 @@ import * as signOutUrls from './0004_sign_out_urls.js';
 import * as accountLinks from './0005_account_links.js';
 import * as sessions from './0006_sessions.js';
 import * as admin from './0007_admin.js';
+import * as submissionKeys from './0008_submission_keys.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0005_account_links': accountLinks,
   '0006_sessions': sessions,
   '0007_admin': admin,
+  '0008_submission_keys': submissionKeys,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
