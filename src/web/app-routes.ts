@@ -24,7 +24,7 @@ import {
 import { formFields, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
-import { createOnce, issueOnceKey, sentOnceKey, submissionOf } from './one-time-key.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { pageGroupLoader } from './group-routes.js';
 import { render } from './render.js';
 
@@ -181,6 +181,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/apps/new', ownersOnly, (ctx) => {
     renderNew(ctx, accessOf(ctx).group);
+    keepFormForBack(ctx);
   });
 
   // The address the new-application form posts to, opened on its own: the list of applications.
@@ -213,8 +214,10 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = appAccess(ctx);
     const fresh = flashBox(ctx).take(secretFlashFor(access.app));
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    const flash = fresh && key === 'created' ? 'Application created.' : fresh ? 'New client secret generated.' : undefined;
+    // A repeated submission still shows a secret its first copy left unread (a double click's first page never arrives).
+    const flash = fresh && (key === 'created' || key === 'app-repeated') ? 'Application created.' : fresh ? 'New client secret generated.' : undefined;
     await renderEdit(ctx, access, fresh ? { newSecret: { secret: fresh.secret }, flash } : {});
+    if (!fresh) keepFormForBack(ctx);
   });
 
   router.post('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {

@@ -23,7 +23,7 @@ import {
 import * as rules from '../services/rules.js';
 import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
 import { formErrors, LABELS } from './form-errors.js';
-import { createOnce, issueOnceKey, sentOnceKey, submissionOf } from './one-time-key.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
 
 export const VISIBILITY_LEVELS = [
@@ -87,6 +87,7 @@ export function groupRoutes(deps: WebDeps): Router {
   router.get('/groups/new', (ctx) => {
     requireUser(ctx);
     renderNewGroup(ctx, { values: { visibilityLevel: 'private' }, onceKey: issueOnceKey(ctx) });
+    keepFormForBack(ctx);
   });
 
   router.post('/groups/new', async (ctx) => {
@@ -187,6 +188,7 @@ export function groupRoutes(deps: WebDeps): Router {
 
   router.get('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {
     await renderMembers(ctx, accessOf(ctx));
+    keepFormForBack(ctx);
   });
 
   router.post('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {

@@ -32,6 +32,15 @@ export async function createOnce<T>(db: Knex, create: () => Promise<T>): Promise
   }
 }
 
+/**
+ * A page with a creating form and nothing secret on it may be kept by the browser (never shared
+ * caches), revalidated on every visit: Back then shows the very form that was sent, with its key,
+ * so sending it again is recognised as a repeat instead of creating anew.
+ */
+export function keepFormForBack(ctx: Context): void {
+  ctx.set('Cache-Control', 'private, no-cache');
+}
+
 export function issueOnceKey(ctx: Context): string {
   const random = randomBytes(16).toString('base64url');
   return `${random}.${binding(ctx, random)}`;

@@ -11,7 +11,7 @@ import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
-import { createOnce, issueOnceKey, sentOnceKey, submissionOf } from './one-time-key.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
 
 const BASE = '/account/settings';
@@ -135,9 +135,17 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     const user = requireUser(ctx);
     const fresh = flashBox(ctx).take(TOKEN_FLASH);
     await renderTokens(ctx, user.id, fresh ? { created: { token: fresh.secret, name: fresh.name ?? '' } } : {});
+    if (!fresh) keepFormForBack(ctx);
   });
 
-  router.post('/tokens', async (ctx) => {
+  // The form posts to an address of its own: a POST to the page's address would make the browser
+  // drop the page it keeps for Back (see keepFormForBack). `/tokens` is kept for older forms.
+  router.get('/tokens/new', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/tokens`);
+  });
+
+  router.post(['/tokens', '/tokens/new'], async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = { name: fields.name ?? '', scopes: formList(ctx, 'scopes'), expiration: fields.expiration ?? '' };

@@ -62,6 +62,20 @@ describeEachProfile('account pages', (profile) => {
       expect(await countUsers()).to.equal(before);
     });
 
+    it('shows every bad field at once, each in its label’s words, keeping what was typed but the password', async () => {
+      const before = await countUsers();
+      const client = await visit(idp.url, '/signup');
+      const res = await client.submit('/signup', { username: 'x', email: 'not an address', name: 'Kept', password: 'short' }).expect(400);
+      expect(fieldError(res.text, 'username')).to.equal('Username must be 2–39 characters');
+      expect(fieldError(res.text, 'email')).to.equal('Email must be a valid email address');
+      expect(fieldError(res.text, 'password')).to.equal('Password must be at least 8 characters');
+      expect(fieldError(res.text, 'name')).to.equal(undefined);
+      expect(inputValue(res.text, 'email')).to.equal('not an address');
+      expect(inputValue(res.text, 'name')).to.equal('Kept');
+      expect(inputValue(res.text, 'password')).to.equal(undefined);
+      expect(await countUsers()).to.equal(before);
+    });
+
     it('refuses a name longer than 100 characters', async () => {
       const before = await countUsers();
       const client = await visit(idp.url, '/signup');

@@ -8,7 +8,7 @@ import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
 import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
+import { errorMessage, fieldError, findOnceKey, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
 const SCRIPT = '<script>alert(1)</script>';
@@ -542,6 +542,69 @@ describeEachProfile('OAuth application pages', (profile) => {
       expect(await appRow(app.clientId)).to.deep.equal(before);
       expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
       expect(await secretRows(app.clientId)).to.have.length(1);
+    });
+  });
+
+  describe('one-time keys: a form creates once', () => {
+    /** The New application form's fields with its one-time key, as a person sends them. */
+    async function newAppForm(client: Browser, group: GroupRow, fields: Partial<typeof VALID> = {}) {
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      return { _once: findOnceKey(form.text)!, ...VALID, ...fields };
+    }
+
+    it('shows the existing application, without its secret, for the same form sent again', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group);
+      const first = await client.follow(await client.submit(`${developer(group)}/apps`, fields).expect(302)).expect(200);
+      const clientId = shownClientId(first.text)!;
+      const secret = shownSecret(first.text)!;
+      const again = await client.submit(`${developer(group)}/apps`, fields).expect(302, `${appPage(group, clientId)}?notice=app-repeated`);
+      const shown = await client.follow(again).expect(200);
+      expect(shownClientId(shown.text)).to.equal(clientId);
+      expect(shownSecret(shown.text)).to.equal(undefined);
+      expect(shown.text).not.to.include(secret);
+      expect(unescapeHtml(shown.text)).to.include('This form was submitted already').and.include('was shown once');
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+      expect(await count('oauth_app_secrets', { app_id: (await appRow(clientId)).id })).to.equal(1);
+    });
+
+    it('creates one application of 16 copies of one form sent at once', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group);
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit(`${developer(group)}/apps`, fields)));
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(16).fill(302));
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=created'))).to.have.length(1);
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+      expect(await count('audit_events', { group_id: group.id, action: 'app.create' })).to.equal(1);
+    });
+
+    it('generates one client secret of the same form sent twice or 16 times at once', async () => {
+      const { group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      const page = await client.get(appPage(group, app.clientId)).expect(200);
+      const fields = { _once: findOnceKey(page.text)! };
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit(`${appPage(group, app.clientId)}/secrets`, fields)));
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=secret-created'))).to.have.length(1);
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=secret-repeated'))).to.have.length(15);
+      expect(await secretRows(app.clientId)).to.have.length(2);
+    });
+
+    it('keeps the key of a form shown again with its errors: corrected, it creates once', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group, { homepageURL: 'nope' });
+      const refused = await client.submit(`${developer(group)}/apps`, fields).expect(400);
+      expect(findOnceKey(refused.text)).to.equal(fields._once);
+      const corrected = { ...fields, homepageURL: VALID.homepageURL };
+      await client.submit(`${developer(group)}/apps`, corrected).expect(302, /\?notice=created$/);
+      await client.submit(`${developer(group)}/apps`, corrected).expect(302, /\?notice=app-repeated$/);
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+    });
+
+    it('answers a GET at every address a form posts to', async () => {
+      const { group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      await client.get(`${developer(group)}/apps`).expect(302, developer(group));
+      await client.get(`${appPage(group, app.clientId)}/secrets`).expect(302, appPage(group, app.clientId));
     });
   });
 

@@ -5,7 +5,7 @@ import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
 import { groupAccess, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, fieldError, inputValue } from '../helpers/html.js';
+import { errorMessage, fieldError, findOnceKey, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
 const SCRIPT = '<script>alert(1)</script>';
@@ -44,6 +44,34 @@ describeEachProfile('groups pages', (profile) => {
       expect(res.text).to.include(`href="/groups/${group.path}"`);
       expect(res.text).to.include('<span class="badge">owner</span>');
       expect(res.text).to.include('href="/groups/new"');
+    });
+
+    it('creates one group of one form sent again, or 16 times at once, and shows it', async () => {
+      const user = await makeUser(idp.db);
+      const client = await signIn(idp.url, user);
+      const form = await client.get('/groups/new').expect(200);
+      const path = `once-${unique()}`;
+      const fields = { _once: findOnceKey(form.text)!, name: 'Once', path, description: '', visibilityLevel: 'private' };
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit('/groups/new', fields)));
+      expect(answers.map((a) => a.headers.get('location')).sort()).to.deep.equal([
+        `/groups/${path}?notice=created`,
+        ...Array(15).fill(`/groups/${path}?notice=group-repeated`),
+      ].sort());
+      await client.submit('/groups/new', fields).expect(302, `/groups/${path}?notice=group-repeated`);
+      const count = async (table: string, where: Record<string, unknown>) =>
+        Number(((await idp.db(table).where(where).count({ n: '*' }).first()) as { n: number | string }).n);
+      expect(await count('groups', { path })).to.equal(1);
+      expect(await count('audit_events', { action: 'group.create', target: path })).to.equal(1);
+    });
+
+    it('shows every bad field of the new group form at once, in the labels’ words', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      await client.get('/groups/new').expect(200);
+      const res = await client.submit('/groups/new', { name: '', path: 'A B', description: 'd'.repeat(401), visibilityLevel: 'secret' }).expect(400);
+      expect(fieldError(res.text, 'name')).to.equal('Name is required');
+      expect(fieldError(res.text, 'path')).to.equal('Path may contain only lower-case letters, digits, "-", "_" and "."');
+      expect(fieldError(res.text, 'description')).to.equal('Description must be at most 400 characters');
+      expect(fieldError(res.text, 'visibilityLevel')).to.equal('Visibility must be private, internal or public');
     });
 
     it('shows the new group form with Name, Path, Description, Visibility and Create group', async () => {
