@@ -114,6 +114,12 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     render(ctx, 'account/settings/sessions', { title: 'Sessions · Account settings', tab: 'sessions', sessions, flash: notice(ctx) });
   });
 
+  // The addresses the Sessions forms post to, opened on their own: the list.
+  router.get([`${BASE}/sessions/sign-out-others`, `${BASE}/sessions/:uid/sign-out`], (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/sessions`);
+  });
+
   router.post(`${BASE}/sessions/sign-out-others`, async (ctx) => {
     const user = requireUser(ctx);
     await signOutEverywhere(deps, user.id, { except: await deps.sessions.uid(ctx) });

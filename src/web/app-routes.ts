@@ -246,8 +246,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     ctx.redirect(`${appUrl(access.group, access.app)}?notice=${'created' in outcome ? 'secret-created' : 'secret-repeated'}`);
   });
 
-  // A refused new secret is shown at the address its form posts to: opened on its own, the application.
-  router.get('/apps/:clientId/secrets', ownersOnly, loadApp, (ctx) => {
+  // A refused new secret or revocation is shown at the address its form posts to: opened on its own, the application.
+  router.get(['/apps/:clientId/secrets', '/apps/:clientId/secrets/:secretId/revoke'], ownersOnly, loadApp, (ctx) => {
     const { group, app } = appAccess(ctx);
     ctx.redirect(appUrl(group, app));
   });

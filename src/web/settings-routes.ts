@@ -167,6 +167,16 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     ctx.redirect(`${BASE}/tokens?notice=token-revoked`);
   });
 
+  // Addresses that forms post to, opened on their own (an error page left there, then reloaded): their list.
+  router.get('/tokens/:id/revoke', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/tokens`);
+  });
+  router.get('/applications/:clientId/revoke', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/applications`);
+  });
+
   router.get('/applications', async (ctx) => {
     const user = requireUser(ctx);
     const grants = await authorizedApplicationsOf(db, user.id);

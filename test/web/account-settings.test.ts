@@ -163,6 +163,15 @@ describeEachProfile('account settings pages', (profile) => {
       expect(await tokenCount(user.id)).to.equal(2);
     });
 
+    it('answers a GET at every address its forms post to, with the page the form is on', async () => {
+      const { browser } = await signedInUser();
+      await browser.get('/account/settings/tokens/new').expect(302, '/account/settings/tokens');
+      await browser.get('/account/settings/tokens/1/revoke').expect(302, '/account/settings/tokens');
+      await browser.get('/account/settings/applications/abc/revoke').expect(302, '/account/settings/applications');
+      await browser.get('/account/settings/sessions/sign-out-others').expect(302, '/account/settings/sessions');
+      await browser.get('/account/settings/sessions/abc/sign-out').expect(302, '/account/settings/sessions');
+    });
+
     it('refuses a one-time key issued to another session, making nothing', async () => {
       const { user, browser } = await signedInUser();
       const other = await signedInUser();

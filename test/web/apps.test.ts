@@ -605,6 +605,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       const app = await createdApp(client, group);
       await client.get(`${developer(group)}/apps`).expect(302, developer(group));
       await client.get(`${appPage(group, app.clientId)}/secrets`).expect(302, appPage(group, app.clientId));
+      await client.get(`${appPage(group, app.clientId)}/secrets/1/revoke`).expect(302, appPage(group, app.clientId));
     });
   });
 
