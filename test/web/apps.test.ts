@@ -625,7 +625,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       // An edit lists only what changed, each field by its label, before → after.
       expect(updated).to.include('Application updated').and.include('(Application name: Audited → Audited twice)');
       expect(generated).to.include('Client secret generated').and.include(`secret …${second!.last_four}`);
-      expect(revoked).to.include('Client secret revoked').and.include(`secret …${first!.last_four}`).and.not.include(String(first!.id));
+      expect(revoked).to.include('Client secret revoked').and.include(`secret …${first!.last_four}`).and.not.include('secret #');
       expect(deleted).to.include('Application deleted').and.include('name: Audited twice');
       // The codes stay in the page for machines, never broken into the words.
       for (const code of ['app.create', 'app.update', 'app.secret.create', 'app.secret.revoke', 'app.delete']) expect(res.text).to.include(`data-action="${code}"`);
