@@ -41,12 +41,14 @@ import { cookieNames } from './cookie-names.js';
 import { refuseHashingWhenBusy } from './web/busy.js';
 import { csrfProtection } from './web/csrf.js';
 import { unanswered, webErrors } from './web/errors.js';
+import { oneTimeFlash } from './web/flash.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
 import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
+import { pruneOldSubmissions } from './services/submissions.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -183,6 +185,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(refuseControlCharactersInBody);
   const names = cookieNames(secure);
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
+  web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
   for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
     web.use(routes.routes(), routes.allowedMethods());
@@ -205,6 +208,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const sessionPruner = setInterval(() => {
     pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
     pruneAnsweredChallenges(db).catch((err: unknown) => logger.warn({ err }, 'pruning answered passkey challenges failed'));
+    pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
   }, 10 * 60 * 1000).unref();
 
   return {

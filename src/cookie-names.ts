@@ -13,10 +13,12 @@ export interface CookieNames {
   secondFactor: string;
   /** A passkey challenge given to this browser (signed, five minutes). */
   passkey: string;
+  /** The one-time message of a POST to the page it redirects to (web/flash.ts). */
+  flash: string;
 }
 
 export function cookieNames(secure: boolean): CookieNames {
-  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa', passkey: 'idp_passkey' };
+  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa', passkey: 'idp_passkey', flash: 'idp_flash' };
   return {
     session: '__Host-idp_session',
     interaction: '__Secure-idp_interaction',
@@ -24,5 +26,6 @@ export function cookieNames(secure: boolean): CookieNames {
     csrf: '__Host-idp_csrf',
     secondFactor: '__Host-idp_2fa',
     passkey: '__Host-idp_passkey',
+    flash: '__Host-idp_flash',
   };
 }

@@ -18,15 +18,42 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * One bad input field. `message` is the sentence the API and the CLI give, naming the field as
+ * they do ("homepageURL must be an absolute http(s) URL"); `problem`, when the message is
+ * "<field> <problem>", is the part after the name, so that a page can put its own label in front
+ * ("Homepage URL must be …"). `index` is the item of a list field ("signOutRedirectURLs[1]").
+ */
+export interface FieldProblem {
+  field: string;
+  index?: number;
+  problem?: string;
+  message: string;
+}
+
+/** The problem a message states about `field`, when it is "<field> <problem>" (or "<field>[i] <problem>"). */
+export function problemOf(field: string, message: string): string | undefined {
+  if (!message.startsWith(field)) return undefined;
+  const rest = message.slice(field.length).replace(/^\[\d+\]/, '');
+  return rest.startsWith(' ') ? rest.slice(1) : undefined;
+}
+
+/** Bad input: one field, or (from a schema) every bad field at once, each in `problems`. */
 export class ValidationError extends AppError {
-  constructor(field: string, message: string) {
+  readonly problems: FieldProblem[];
+
+  constructor(field: string, message: string, problems?: FieldProblem[]) {
     super(400, 'invalid_request', message, field);
+    this.problems = problems ?? [{ field, problem: problemOf(field, message), message }];
   }
 }
 
 export class ConflictError extends AppError {
+  readonly problems: FieldProblem[];
+
   constructor(field: string, message: string) {
     super(409, 'conflict', message, field);
+    this.problems = [{ field, problem: problemOf(field, message), message }];
   }
 }
 

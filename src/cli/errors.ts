@@ -38,7 +38,7 @@ export const EXIT_FAULT = 1;
  */
 export function describeFailure(err: unknown): { line: string; exitCode: number } {
   if (err instanceof UsageError || err instanceof ConfigError || err instanceof KeysSecretError) return badInput(err.message);
-  if (err instanceof ValidationError) return badInput(withFlag(err.field, err.message));
+  if (err instanceof ValidationError) return badInput(err.problems.map((p) => withFlag(p.field, p.message)).join('; '));
   if (err instanceof AppError && err.status < 500) return badInput(err.message);
   if (err instanceof z.ZodError) {
     const issue = err.issues[0];

@@ -104,8 +104,12 @@ export async function insertSecret(
   return row as SecretRow;
 }
 
-export async function deleteSecret(db: Knex, appId: number, secretId: number): Promise<number> {
-  return db('oauth_app_secrets').where({ app_id: appId, id: secretId }).delete();
+/** Deletes one secret of an application; its last four characters (for the audit trail), or undefined when there was none. */
+export async function deleteSecret(db: Knex, appId: number, secretId: number): Promise<string | undefined> {
+  const row = await db('oauth_app_secrets').where({ app_id: appId, id: secretId }).first('last_four');
+  if (!row) return undefined;
+  const deleted = await db('oauth_app_secrets').where({ app_id: appId, id: secretId }).delete();
+  return deleted ? (row as { last_four: string }).last_four : undefined;
 }
 
 export async function countSecrets(db: Knex, appId: number): Promise<number> {

@@ -146,6 +146,12 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   });
 
+  // The address a passkey's answer posts to, opened on its own: the flow's current step.
+  router.get('/passkey', async (ctx) => {
+    const interaction = await details(ctx);
+    ctx.redirect(`/interaction/${interaction.uid}`);
+  });
+
   // A passkey's answer: the sign-in alone, or the second factor after the password.
   router.post('/passkey', async (ctx) => {
     const interaction = await details(ctx);

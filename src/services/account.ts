@@ -83,8 +83,14 @@ export async function changePassword(
   change: PasswordChange,
   context: { ip: string; currentSessionUid?: string },
 ): Promise<void> {
-  rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: change.password });
-  if (change.confirmation !== change.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
+  // Every problem of the form at once; the current password is checked (and counted) only then.
+  const parsed = newPasswordSchema.safeParse({ username: user.username, email: user.email, password: change.password });
+  const problems = parsed.success ? [] : rules.problemsOf(parsed.error.issues);
+  if (change.confirmation !== change.password) {
+    problems.push({ field: 'password_confirmation', message: 'the two passwords do not match' });
+  }
+  if (!change.currentPassword) problems.push({ field: 'current_password', message: 'Enter your current password.' });
+  if (problems.length) throw rules.invalidFields(problems);
   await confirmPassword(deps, user, change.currentPassword, context.ip, 'current_password');
   const hash = await deps.kdf.hash(change.password);
   // Only over the hash that was just checked: a password changed meanwhile (another tab, a reset) wins.

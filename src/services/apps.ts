@@ -9,10 +9,11 @@ import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
 import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
-import { auditActorId, type Actor } from './context.js';
+import { auditActorId, changedFields, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
 import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
 import * as rules from './rules.js';
+import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 
 export const MAX_ACTIVE_SECRETS = 2;
 
@@ -79,17 +80,20 @@ export function secretsOf(db: Knex, access: AppAccess): Promise<apps.SecretRow[]
 
 /**
  * Creates an application of a group (owners only); a confidential one with its first secret,
- * shown to the caller once, a public one with none.
+ * shown to the caller once, a public one with none. With a form's one-time key, a repeated
+ * submission creates nothing (RepeatedSubmission).
  */
 export async function createApplication(
   db: Knex,
   access: GroupAccess,
   input: unknown,
+  submission?: SubmissionKey,
 ): Promise<{ app: apps.AppRow; secret: NewSecret | undefined }> {
   requireGroupAction(access, 'manage-apps');
   const { actor, group: { id: groupId } } = access;
   const data = rules.parse(rules.newApplication, input);
   return db.transaction(async (trx) => {
+    await claimSubmission(trx, submission);
     const at = now();
     const app = await apps.insertApp(trx, {
       client_id: randomBytes(10).toString('hex'),
@@ -104,6 +108,7 @@ export async function createApplication(
       at,
     });
     const secret = isPublic(app) ? undefined : await addSecret(trx, app.id, at);
+    await completeSubmission(trx, submission, app.client_id);
     await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'app.create', target: app.client_id, details: { name: app.name, type: data.type }, ip: actor.ip }, at);
     return { app, secret };
   });
@@ -121,9 +126,13 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
     sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
   };
   const at = now();
+  const changes = changedFields(
+    { name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app) },
+    { name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields) },
+  );
   await db.transaction(async (trx) => {
     await apps.updateApp(trx, app.id, { ...fields, at });
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: data, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: { changes }, ip: actor.ip }, at);
   });
   return { ...app, ...fields, updated_at: at };
 }
@@ -133,11 +142,12 @@ export function isPublic(app: Pick<apps.AppRow, 'client_type'>): boolean {
   return app.client_type === 'public';
 }
 
-export async function generateClientSecret(db: Knex, access: AppAccess): Promise<NewSecret> {
+export async function generateClientSecret(db: Knex, access: AppAccess, submission?: SubmissionKey): Promise<NewSecret> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   if (isPublic(app)) throw new ConflictError('type', 'a public application has no client secret: it proves its codes with PKCE');
   return db.transaction(async (trx) => {
+    await claimSubmission(trx, submission);
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
     if ((await apps.countSecrets(trx, app.id)) >= MAX_ACTIVE_SECRETS) {
@@ -145,6 +155,7 @@ export async function generateClientSecret(db: Knex, access: AppAccess): Promise
     }
     const at = now();
     const secret = await addSecret(trx, app.id, at);
+    await completeSubmission(trx, submission, secret.id);
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
     return secret;
   });
@@ -155,8 +166,9 @@ export async function revokeClientSecret(db: Knex, access: AppAccess, secretId: 
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   await db.transaction(async (trx) => {
-    if ((await apps.deleteSecret(trx, app.id, secretId)) === 0) throw new NotFoundError('no such secret');
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { secretId }, ip: actor.ip }, now());
+    const lastFour = await apps.deleteSecret(trx, app.id, secretId);
+    if (lastFour === undefined) throw new NotFoundError('no such secret');
+    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { lastFour }, ip: actor.ip }, now());
   });
 }
 

@@ -17,3 +17,12 @@ export interface Services {
 export function auditActorId(actor: Actor): number | null {
   return actor.admin ? null : actor.userId;
 }
+
+/** What an edit changed, for the audit trail: each field whose value differs, `{ field: { from, to } }`. */
+export function changedFields<T extends Record<string, unknown>>(before: T, after: T): Record<string, { from: unknown; to: unknown }> {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const field of Object.keys(after)) {
+    if (JSON.stringify(before[field]) !== JSON.stringify(after[field])) changes[field] = { from: before[field], to: after[field] };
+  }
+  return changes;
+}

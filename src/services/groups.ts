@@ -7,8 +7,9 @@ import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
-import { auditActorId, type Actor } from './context.js';
+import { auditActorId, changedFields, type Actor } from './context.js';
 import * as rules from './rules.js';
+import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 import type { Role } from '../vocabulary.js';
 
 export const newGroupSchema = z.object({
@@ -95,19 +96,29 @@ export function auditLogOf(db: Knex, access: GroupAccess): Promise<AuditRow[]> {
   return listAudit(db, access.group.id);
 }
 
+/** The path of a group by id (where a repeated submission of the new-group form is sent), or undefined once it is gone. */
+export async function groupPathById(db: Knex, id: number): Promise<string | undefined> {
+  return (await groups.findGroupById(db, id))?.path;
+}
+
 /** The actor's role in a group as it is now (after a change they made to their own membership). */
 export function currentRole(db: Knex, access: GroupAccess): Promise<Role | undefined> {
   return groups.findRole(db, access.group.id, access.actor.userId);
 }
 
-/** The creator becomes the group's first owner, in the same transaction. */
-export async function createGroup(db: Knex, actor: Actor, input: NewGroup): Promise<groups.GroupRow> {
+/**
+ * The creator becomes the group's first owner, in the same transaction. With a form's one-time
+ * key, a repeated submission creates nothing (RepeatedSubmission).
+ */
+export async function createGroup(db: Knex, actor: Actor, input: NewGroup | Record<string, string>, submission?: SubmissionKey): Promise<groups.GroupRow> {
   const data = rules.parse(newGroupSchema, input);
   try {
     return await db.transaction(async (trx) => {
+      await claimSubmission(trx, submission);
       const at = now();
       const group = await groups.insertGroup(trx, { ...data, at });
       await groups.insertMembership(trx, { groupId: group.id, userId: actor.userId, role: 'owner', at });
+      await completeSubmission(trx, submission, group.id);
       await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.create', target: group.path, ip: actor.ip }, at);
       return group;
     });
@@ -121,26 +132,43 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
   requireGroupAction(access, 'manage-settings');
   const { actor, group } = access;
   const data = rules.parse(groupSettingsSchema, input);
+  const changes = changedFields(
+    { name: group.name, description: group.description, visibilityLevel: group.visibility_level },
+    { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel },
+  );
   await db.transaction(async (trx) => {
     const at = now();
     await groups.updateGroup(trx, group.id, { ...data, at });
-    await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, ip: actor.ip }, at);
+    await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
   });
 }
 
-/** Adds a user (by username or e-mail) to a group; returns who was added. */
-export async function addMember(db: Knex, access: GroupAccess, input: { user: string; role: string }): Promise<{ id: number; username: string }> {
+const newMemberSchema = z.object({
+  user: z.string({ error: 'user is required' }).trim().min(1, 'user is required'),
+  role: rules.role,
+});
+
+/**
+ * Adds a user (by username or e-mail) to a group; returns who was added. With a form's one-time
+ * key, a repeated submission adds nothing (RepeatedSubmission).
+ */
+export async function addMember(
+  db: Knex,
+  access: GroupAccess,
+  input: { user: string; role: string },
+  submission?: SubmissionKey,
+): Promise<{ id: number; username: string }> {
   requireGroupAction(access, 'manage-members');
   const { actor, group: { id: groupId } } = access;
-  const { role } = rules.parse(z.object({ role: rules.role }), { role: input.role });
-  const login = (input.user ?? '').trim();
-  if (!login) throw new ValidationError('user', 'user is required');
+  const { user: login, role } = rules.parse(newMemberSchema, input);
   const user = await findUserByLogin(db, login);
   if (!user) throw new ValidationError('user', `no user "${login}"`);
   try {
     await db.transaction(async (trx) => {
+      await claimSubmission(trx, submission);
       const at = now();
       await groups.insertMembership(trx, { groupId, userId: user.id, role, at });
+      await completeSubmission(trx, submission, user.id);
       await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'member.add', target: user.username, details: { role }, ip: actor.ip }, at);
     });
   } catch (err) {

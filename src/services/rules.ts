@@ -1,6 +1,6 @@
 import * as commonWords from '@zxcvbn-ts/language-common';
 import { z } from 'zod';
-import { ValidationError } from '../errors.js';
+import { problemOf, ValidationError, type FieldProblem } from '../errors.js';
 import { CLIENT_TYPES, ROLES, VISIBILITY_LEVELS } from '../vocabulary.js';
 
 /**
@@ -125,7 +125,7 @@ const signOutRedirectURLs = z
   .superRefine((urls, ctx) => {
     urls.forEach((url, i) => {
       const problem = url.length > MAX_URL_LENGTH ? `must be at most ${MAX_URL_LENGTH} characters` : redirectUrlProblem(url);
-      if (problem) ctx.addIssue({ code: 'custom', message: `signOutRedirectURLs[${i}] ${problem}` });
+      if (problem) ctx.addIssue({ code: 'custom', path: [i], message: `signOutRedirectURLs[${i}] ${problem}` });
     });
   })
   .transform((urls) => [...new Set(urls)])
@@ -202,24 +202,48 @@ export function queryText(parameter: string, maxLength: number) {
 /** How long a list's `filter` may be. */
 export const MAX_FILTER_LENGTH = 100;
 
-/** Parses with a schema and throws a ValidationError naming the first bad field. */
+/**
+ * Parses with a schema; on bad input throws one ValidationError naming every bad field (the first
+ * problem of each, in the schema's order): its message joins them with "; " for the API and the
+ * CLI, and its `problems` let a page show each next to its field.
+ */
 export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const field = issue.path.length ? issue.path.map(String).join('.') : 'body';
-  throw new ValidationErrorFromIssue(field, issue);
+  throw invalidFields(problemsOf(result.error.issues));
 }
 
-class ValidationErrorFromIssue extends ValidationError {
-  constructor(field: string, issue: z.core.$ZodIssue) {
-    const message = issue.code === 'unrecognized_keys'
-      ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}`
-      : issue.code === 'invalid_type' && issue.input === undefined
-        ? `${field} is required`
-        : issue.code === 'invalid_type'
-          ? `${field} must be a ${issue.expected}`
-          : issue.message;
-    super(issue.code === 'unrecognized_keys' ? issue.keys[0]! : field, message);
+/** A ValidationError for problems found together (from `problemsOf`, or gathered by a service). */
+export function invalidFields(problems: FieldProblem[]): ValidationError {
+  const first = problems[0] ?? { field: 'body', message: 'the request is invalid' };
+  return new ValidationError(first.field, problems.map((p) => p.message).join('; '), problems);
+}
+
+/** The bad input of a failed parse, as problems: the first of each field (of each item of a list field). */
+export function problemsOf(issues: readonly z.core.$ZodIssue[]): FieldProblem[] {
+  const seen = new Set<string>();
+  const problems: FieldProblem[] = [];
+  for (const issue of issues) {
+    const problem = problemOfIssue(issue);
+    const key = `${problem.field}[${problem.index ?? ''}]`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push(problem);
   }
+  return problems;
+}
+
+function problemOfIssue(issue: z.core.$ZodIssue): FieldProblem {
+  if (issue.code === 'unrecognized_keys') {
+    return { field: issue.keys[0]!, message: `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` };
+  }
+  const field = issue.path.length ? String(issue.path[0]) : 'body';
+  const index = typeof issue.path[1] === 'number' ? issue.path[1] : undefined;
+  const named = index === undefined ? field : `${field}[${index}]`;
+  const message = issue.code === 'invalid_type' && issue.input === undefined
+    ? `${named} is required`
+    : issue.code === 'invalid_type'
+      ? `${named} must be a ${issue.expected}`
+      : issue.message;
+  return { field, index, problem: problemOf(field, message), message };
 }

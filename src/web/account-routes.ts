@@ -5,6 +5,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { AccountDisabledError, signIn, signUp } from '../services/users.js';
 import { sendVerificationInBackground } from '../services/verification.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
+import { formErrors, LABELS } from './form-errors.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep } from './second-factor.js';
 
@@ -60,7 +61,7 @@ export function accountRoutes(deps: WebDeps): Router {
   router.get('/signup', (ctx) => {
     if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
-    render(ctx, 'signup', { title: 'Sign up', returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'signup', { title: 'Sign up', returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
   });
 
   router.post('/signup', async (ctx) => {
@@ -74,12 +75,10 @@ export function accountRoutes(deps: WebDeps): Router {
       await deps.sessions.signIn(ctx, user.id);
       ctx.redirect(returnTo || '/groups');
     } catch (err) {
-      if (err instanceof AppError && (err.field || err instanceof RetryLaterError)) {
-        if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-        render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors: { [err.field ?? 'username']: err.message } }, err.status);
-        return;
-      }
-      throw err;
+      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+      const errors = err instanceof RetryLaterError ? { username: err.message } : formErrors(err, LABELS.signup);
+      if (!errors) throw err;
+      render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors, labels: LABELS.signup }, (err as AppError).status);
     }
   });
 

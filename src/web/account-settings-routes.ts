@@ -7,6 +7,7 @@ import { presentSession } from '../presenters/session.js';
 import { changePassword, deleteAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
+import { formErrors, LABELS, type Labels } from './form-errors.js';
 import { render } from './render.js';
 
 const BASE = '/account/settings';
@@ -24,13 +25,12 @@ const NOTICES: Record<string, string> = {
  * not about a field (it then goes to the error page). A limit's refusal (429) or a busy server
  * (503) is shown on `fallbackField`, with Retry-After.
  */
-function fieldErrors(ctx: Context, err: unknown, fallbackField: string): Record<string, string> | undefined {
+function fieldErrors(ctx: Context, err: unknown, fallbackField: string, labels: Labels): Record<string, string> | undefined {
   if (err instanceof RetryLaterError) {
     ctx.set('Retry-After', String(err.retryAfterS));
     return { [fallbackField]: err.message };
   }
-  if (err instanceof AppError && err.field) return { [err.field]: err.message };
-  return undefined;
+  return formErrors(err, labels);
 }
 
 function statusOf(err: unknown): number {
@@ -55,6 +55,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       tab: 'profile',
       values,
       errors,
+      labels: LABELS.profile,
       emailVerified: Boolean(user.email_verified_at),
       flash: notice(ctx),
     }, status);
@@ -73,14 +74,14 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       const { emailChanged } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, ctx.ip);
       ctx.redirect(`${BASE}/profile?notice=${emailChanged ? 'email-changed' : 'profile-saved'}`);
     } catch (err) {
-      const errors = fieldErrors(ctx, err, 'current_password');
+      const errors = fieldErrors(ctx, err, 'current_password', LABELS.profile);
       if (!errors) throw err;
       renderProfile(ctx, user, values, errors, statusOf(err));
     }
   });
 
   function renderPassword(ctx: Context, errors: Record<string, string> = {}, status = 200) {
-    render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, flash: notice(ctx) }, status);
+    render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, labels: LABELS.password, flash: notice(ctx) }, status);
   }
 
   router.get(`${BASE}/password`, (ctx) => {
@@ -100,7 +101,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       );
       ctx.redirect(`${BASE}/password?notice=password-changed`);
     } catch (err) {
-      const errors = fieldErrors(ctx, err, 'current_password');
+      const errors = fieldErrors(ctx, err, 'current_password', LABELS.password);
       if (!errors) throw err;
       renderPassword(ctx, errors, statusOf(err));
     }
@@ -111,6 +112,12 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     const current = await deps.sessions.uid(ctx);
     const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current));
     render(ctx, 'account/settings/sessions', { title: 'Sessions · Account settings', tab: 'sessions', sessions, flash: notice(ctx) });
+  });
+
+  // The addresses the Sessions forms post to, opened on their own: the list.
+  router.get([`${BASE}/sessions/sign-out-others`, `${BASE}/sessions/:uid/sign-out`], (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/sessions`);
   });
 
   router.post(`${BASE}/sessions/sign-out-others`, async (ctx) => {
@@ -137,6 +144,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       title: 'Delete account · Account settings',
       tab: 'delete',
       errors,
+      labels: LABELS.deleteAccount,
       ownedGroups: await groupsOnlyOwnedBy(deps.db, user.id),
     }, status);
   }
@@ -151,7 +159,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
     } catch (err) {
       // The page itself names the groups a last owner must hand over first.
-      const errors = err instanceof LastOwnerError ? {} : fieldErrors(ctx, err, 'password');
+      const errors = err instanceof LastOwnerError ? {} : fieldErrors(ctx, err, 'password', LABELS.deleteAccount);
       if (!errors) throw err;
       await renderDelete(ctx, user, errors, statusOf(err));
       return;

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
+import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
 import type { UserRow } from '../db/users.js';
 import { NotFoundError } from '../errors.js';
 import { parseId } from '../ids.js';
@@ -94,23 +95,8 @@ function adminUser(row: Omit<UserRow, 'password_hash'>) {
 
 /** A site audit row as the log shows it: the administrator, "CLI", or "—" for a deleted account. */
 function siteAuditEvent(row: AuditRow) {
-  let details: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(row.details || '{}');
-    if (parsed && typeof parsed === 'object') details = parsed as Record<string, unknown>;
-  } catch {
-    // A malformed details column is shown as empty rather than failing the page.
-  }
-  const { via, ...rest } = details;
-  return {
-    id: row.id,
-    at: toIso(row.created_at) ?? '',
-    actor: row.actor_username ?? (via === 'cli' ? 'CLI' : '—'),
-    action: row.action,
-    target: row.target,
-    details: Object.entries(rest).map(([key, value]) => `${key}: ${String(value)}`).join(', '),
-    ip: row.ip ?? '',
-  };
+  const { via, ...rest } = auditDetailsOf(row);
+  return presentAuditEvent(row, row.actor_username ?? (via === 'cli' ? 'CLI' : '—'), auditDetails(rest));
 }
 
 /**

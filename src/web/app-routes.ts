@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider';
 import type { Context, Next } from 'koa';
 import type { AppRow } from '../db/apps.js';
 import type { GroupRow } from '../db/groups.js';
-import { AppError, ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
 import { parseId } from '../ids.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
@@ -25,6 +25,9 @@ import {
   type NewSecret,
 } from '../services/apps.js';
 import { formFields, type WebDeps } from './context.js';
+import { flashBox } from './flash.js';
+import { formErrors, LABELS } from './form-errors.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { pageGroupLoader } from './group-routes.js';
 import { render } from './render.js';
 
@@ -35,7 +38,13 @@ const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRed
 type AppForm = Record<(typeof FIELDS)[number], string>;
 const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '' };
 
+const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, generate a new one and revoke the old one.';
+
 const NOTICES: Record<string, string> = {
+  created: `Application created. Its client secret ${SHOWN_ONCE}`,
+  'secret-created': `New client secret generated. It ${SHOWN_ONCE}`,
+  'app-repeated': `This form was submitted already: this is the application it created. Its client secret ${SHOWN_ONCE}`,
+  'secret-repeated': `This form was submitted already: the client secret it generated is listed below. It ${SHOWN_ONCE}`,
   updated: 'Application updated.',
   'secret-revoked': 'Client secret revoked. It no longer authenticates.',
   deleted: 'Application deleted. Its codes and tokens no longer work.',
@@ -86,8 +95,9 @@ function secretId(ctx: Ctx): number {
 
 /**
  * Group settings → Developer: the OAuth applications of a group. Owners only, by
- * the same policy as the API (the services check it again on every change). A secret appears
- * once, in the response of the POST that made it, never in a URL or a redirect.
+ * the same policy as the API (the services check it again on every change). Creating forms carry
+ * a one-time key, and every POST that creates redirects to a page (Post/Redirect/Get): a new
+ * secret reaches that page once, in the one-time flash, never in a URL.
  */
 export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   const { db, provider } = deps;
@@ -121,7 +131,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function renderEdit(
     ctx: Ctx,
     access: AppAccess,
-    extra: { values?: AppForm; errors?: Record<string, string>; newSecret?: NewSecret; problem?: string; flash?: string } = {},
+    extra: { values?: AppForm; errors?: Record<string, string>; newSecret?: { secret: string }; problem?: string; flash?: string } = {},
     status = 200,
   ) {
     const { group, app } = access;
@@ -142,11 +152,13 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       problem: extra.problem ?? null,
       values: extra.values ?? formOf(app),
       errors: extra.errors ?? {},
+      labels: LABELS.app,
+      onceKey: issueOnceKey(ctx),
       flash: extra.flash ?? notice(ctx),
     }, status);
   }
 
-  function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm & { type?: string }; errors?: Record<string, string> } = {}, status = 200) {
+  function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm & { type?: string }; errors?: Record<string, string>; onceKey?: string } = {}, status = 200) {
     render(ctx, 'groups/settings/app-new', {
       title: `New application · ${group.name}`,
       group,
@@ -155,14 +167,20 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       clientTypes: CLIENT_TYPES,
       values: extra.values ?? { ...EMPTY_FORM, type: 'confidential' },
       errors: extra.errors ?? {},
+      labels: LABELS.app,
+      onceKey: extra.onceKey ?? issueOnceKey(ctx),
     }, status);
   }
 
-  /** A service error about one field of the form goes next to it; any other propagates to the error page. */
+  /** The errors of the application form, each next to its field; any other error propagates to the error page. */
   function fieldErrors(err: unknown): Record<string, string> {
-    if (err instanceof AppError && err.field && (FIELDS as readonly string[]).includes(err.field)) return { [err.field]: err.message };
-    throw err;
+    const errors = formErrors(err, LABELS.app);
+    if (!errors || !Object.keys(errors).every((field) => field === 'type' || (FIELDS as readonly string[]).includes(field))) throw err;
+    return errors;
   }
+
+  /** The flash that carries a new secret to the application's page. */
+  const secretFlashFor = (app: AppRow) => `secret:${app.client_id}`;
 
   router.get('/', ownersOnly, async (ctx) => {
     const access = accessOf(ctx);
@@ -181,25 +199,45 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/apps/new', ownersOnly, (ctx) => {
     renderNew(ctx, accessOf(ctx).group);
+    keepFormForBack(ctx);
+  });
+
+  // The address the new-application form posts to, opened on its own: the list of applications.
+  router.get('/apps', ownersOnly, (ctx) => {
+    ctx.redirect(developerUrl(accessOf(ctx).group));
   });
 
   router.post('/apps', ownersOnly, async (ctx) => {
     const access = accessOf(ctx);
     const values = appForm(ctx);
     const type = clientTypeOf(ctx);
-    let created: Awaited<ReturnType<typeof createApplication>>;
+    let outcome: { created: { app: AppRow; secret: NewSecret | undefined } } | { repeated: string | undefined };
     try {
-      created = await createApplication(db, access, { ...appInput(values), type });
+      outcome = await createOnce(db, () => createApplication(db, access, { ...appInput(values), type }, submissionOf(ctx, 'app')));
     } catch (err) {
-      const errors = err instanceof AppError && err.field === 'type' ? { type: err.message } : fieldErrors(err);
-      renderNew(ctx, access.group, { values: { ...values, type }, errors }, (err as AppError).status);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
       return;
     }
-    await renderEdit(ctx, { ...access, app: created.app }, { newSecret: created.secret, flash: 'Application created.' }, 201);
+    if ('created' in outcome) {
+      const { app, secret } = outcome.created;
+      // A public application has no secret to show.
+      if (secret) flashBox(ctx).put({ for: secretFlashFor(app), secret: secret.secret });
+      ctx.redirect(`${appUrl(access.group, app)}?notice=created`);
+      return;
+    }
+    const developer = developerUrl(access.group);
+    ctx.redirect(outcome.repeated ? `${developer}/apps/${encodeURIComponent(outcome.repeated)}?notice=app-repeated` : developer);
   });
 
+  /** An application's page; right after its creation or a new secret, with that secret, this once. */
   router.get('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
-    await renderEdit(ctx, appAccess(ctx));
+    const access = appAccess(ctx);
+    const fresh = flashBox(ctx).take(secretFlashFor(access.app));
+    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
+    // A repeated submission still shows a secret its first copy left unread (a double click's first page never arrives).
+    const flash = fresh && (key === 'created' || key === 'app-repeated') ? 'Application created.' : fresh ? 'New client secret generated.' : undefined;
+    await renderEdit(ctx, access, fresh ? { newSecret: { secret: fresh.secret }, flash } : {});
+    if (!fresh) keepFormForBack(ctx);
   });
 
   router.post('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
@@ -216,15 +254,22 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.post('/apps/:clientId/secrets', ownersOnly, loadApp, async (ctx) => {
     const access = appAccess(ctx);
-    let secret: NewSecret;
+    let outcome: { created: NewSecret } | { repeated: string | undefined };
     try {
-      secret = await generateClientSecret(db, access);
+      outcome = await createOnce(db, () => generateClientSecret(db, access, submissionOf(ctx, 'secret')));
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       await renderEdit(ctx, access, { problem: `Could not generate a new client secret: ${err.message}.` }, err.status);
       return;
     }
-    await renderEdit(ctx, access, { newSecret: secret, flash: 'New client secret generated.' }, 201);
+    if ('created' in outcome) flashBox(ctx).put({ for: secretFlashFor(access.app), secret: outcome.created.secret });
+    ctx.redirect(`${appUrl(access.group, access.app)}?notice=${'created' in outcome ? 'secret-created' : 'secret-repeated'}`);
+  });
+
+  // A refused new secret or revocation is shown at the address its form posts to: opened on its own, the application.
+  router.get(['/apps/:clientId/secrets', '/apps/:clientId/secrets/:secretId/revoke'], ownersOnly, loadApp, (ctx) => {
+    const { group, app } = appAccess(ctx);
+    ctx.redirect(appUrl(group, app));
   });
 
   router.post('/apps/:clientId/secrets/:secretId/revoke', ownersOnly, loadApp, async (ctx) => {

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
-import { toIso } from '../time.js';
+import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { accessOf, groupLoader } from '../http/load-group.js';
 import { parseId } from '../ids.js';
@@ -14,9 +14,9 @@ import {
   changeRole,
   createGroup,
   currentRole,
+  groupPathById,
   groupsOfUser,
   membersOf,
-  newGroupSchema,
   removeMember,
   updateGroupSettings,
   type GroupAccess,
@@ -24,6 +24,8 @@ import {
 import { deleteGroup, groupDeletionSummary, requireDeletionConfirmed } from '../services/group-deletion.js';
 import * as rules from '../services/rules.js';
 import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
+import { formErrors, LABELS } from './form-errors.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
 
 /** The levels as GitLab names them, each with who it is meant for, shown next to the choice. */
@@ -47,6 +49,8 @@ const NOTICES: Record<string, string> = {
   role: 'Role changed.',
   removed: 'Member removed.',
   deleted: 'Group deleted. Its applications\' tokens no longer work.',
+  'group-repeated': 'This form was submitted already: this is the group it created.',
+  'member-repeated': 'This form was submitted already: the member was added then.',
 };
 
 const PATH_HINT = '2–64 lower-case letters, digits, "-", "_" or "." — it becomes the address /groups/<path>.';
@@ -74,9 +78,20 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     render(ctx, 'groups/index', { title: 'Groups', groups: items, flash: notice(ctx) });
   });
 
+  function renderNewGroup(ctx: Ctx, extra: { values: Record<string, string>; errors?: Record<string, string>; onceKey: string }, status = 200) {
+    render(ctx, 'groups/new', {
+      title: 'New group',
+      labels: LABELS.group,
+      visibilityLevels: VISIBILITY_LEVELS,
+      pathHint: PATH_HINT,
+      ...extra,
+    }, status);
+  }
+
   router.get('/groups/new', (ctx) => {
     requireUser(ctx);
-    render(ctx, 'groups/new', { title: 'New group', values: { visibilityLevel: 'private' }, visibilityLevels: VISIBILITY_LEVELS, pathHint: PATH_HINT });
+    renderNewGroup(ctx, { values: { visibilityLevel: 'private' }, onceKey: issueOnceKey(ctx) });
+    keepFormForBack(ctx);
   });
 
   router.post('/groups/new', async (ctx) => {
@@ -89,17 +104,17 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       visibilityLevel: form.visibilityLevel || 'private',
     };
     try {
-      const group = await createGroup(db, actor, rules.parse(newGroupSchema, values));
-      ctx.redirect(`/groups/${encodeURIComponent(group.path)}?notice=created`);
+      const outcome = await createOnce(db, () => createGroup(db, actor, values, submissionOf(ctx, 'group')));
+      if ('created' in outcome) {
+        ctx.redirect(`/groups/${encodeURIComponent(outcome.created.path)}?notice=created`);
+        return;
+      }
+      const path = outcome.repeated ? await groupPathById(db, Number(outcome.repeated)) : undefined;
+      ctx.redirect(path ? `/groups/${encodeURIComponent(path)}?notice=group-repeated` : '/groups');
     } catch (err) {
-      if (!(err instanceof AppError && err.field)) throw err;
-      render(ctx, 'groups/new', {
-        title: 'New group',
-        values,
-        errors: { [err.field]: err.message },
-        visibilityLevels: VISIBILITY_LEVELS,
-        pathHint: PATH_HINT,
-      }, err.status);
+      const errors = formErrors(err, LABELS.group);
+      if (!errors) throw err;
+      renderNewGroup(ctx, { values, errors, onceKey: sentOnceKey(ctx) }, (err as AppError).status);
     }
   });
 
@@ -126,6 +141,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       tab: 'general',
       values: extra.values ?? { name: group.name, description: group.description, visibilityLevel: group.visibility_level },
       errors: extra.errors ?? {},
+      labels: LABELS.group,
       visibilityLevels: VISIBILITY_LEVELS,
       flash: notice(ctx),
     }, status);
@@ -144,8 +160,9 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       await updateGroupSettings(db, access, values);
       ctx.redirect(`${settingsUrl(group)}?notice=saved`);
     } catch (err) {
-      if (!(err instanceof AppError && err.field)) throw err;
-      renderGeneral(ctx, group, { values, errors: { [err.field]: err.message } }, err.status);
+      const errors = formErrors(err, LABELS.group);
+      if (!errors) throw err;
+      renderGeneral(ctx, group, { values, errors }, (err as AppError).status);
     }
   });
 
@@ -153,7 +170,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function renderMembers(
     ctx: Ctx,
     access: GroupAccess,
-    extra: { values?: Record<string, string>; errors?: Record<string, string>; problem?: string } = {},
+    extra: { values?: Record<string, string>; errors?: Record<string, string>; problem?: string; onceKey?: string } = {},
     status = 200,
   ) {
     const { group, actor } = access;
@@ -166,6 +183,8 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       roles: ROLES,
       values: extra.values ?? { role: 'member' },
       errors: extra.errors ?? {},
+      labels: LABELS.member,
+      onceKey: extra.onceKey ?? issueOnceKey(ctx),
       problem: extra.problem ?? null,
       flash: notice(ctx),
     }, status);
@@ -173,6 +192,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {
     await renderMembers(ctx, accessOf(ctx));
+    keepFormForBack(ctx);
   });
 
   router.post('/groups/:path/settings/members', loadGroup('manage-members'), async (ctx) => {
@@ -180,12 +200,18 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const form = formFields(ctx);
     const values = { user: form.user ?? '', role: form.role ?? '' };
     try {
-      await addMember(db, access, values);
-      ctx.redirect(`${settingsUrl(access.group, 'members')}?notice=added`);
+      const outcome = await createOnce(db, () => addMember(db, access, values, submissionOf(ctx, 'member')));
+      ctx.redirect(`${settingsUrl(access.group, 'members')}?notice=${'created' in outcome ? 'added' : 'member-repeated'}`);
     } catch (err) {
-      if (!(err instanceof AppError && err.field)) throw err;
-      await renderMembers(ctx, access, { values, errors: { [err.field]: err.message } }, err.status);
+      const errors = formErrors(err, LABELS.member);
+      if (!errors) throw err;
+      await renderMembers(ctx, access, { values, errors, onceKey: sentOnceKey(ctx) }, (err as AppError).status);
     }
+  });
+
+  // A refused role change or removal is shown at its form's address: that address answers a GET too.
+  router.get(['/groups/:path/settings/members/:userId/role', '/groups/:path/settings/members/:userId/remove'], loadGroup('manage-members'), (ctx) => {
+    ctx.redirect(settingsUrl(accessOf(ctx).group, 'members'));
   });
 
   /** Role changes and removals: a refused change (the last-owner rule) is shown on the members page. */
@@ -219,7 +245,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/groups/:path/settings/audit', loadGroup('read-audit'), async (ctx) => {
     const access = accessOf(ctx);
     const { group } = access;
-    const events = (await auditLogOf(db, access)).map(presentAuditEvent);
+    const events = (await auditLogOf(db, access)).map(groupAuditEvent);
     render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
   });
 
@@ -282,22 +308,12 @@ function memberId(value: string | undefined): number {
   return id;
 }
 
-/** An audit row as the page shows it: ISO time, the actor ("deleted user", or none: the admin CLI), details as "key: value". */
-function presentAuditEvent(row: AuditRow) {
-  let details: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(row.details || '{}');
-    if (parsed && typeof parsed === 'object') details = parsed as Record<string, unknown>;
-  } catch {
-    // A malformed details column is shown as empty rather than failing the page.
-  }
-  return {
-    id: row.id,
-    at: toIso(row.created_at) ?? '',
-    actor: row.actor_username ?? (row.actor_deleted ? 'deleted user' : '—'),
-    action: row.action,
-    target: row.target,
-    details: Object.entries(details).map(([key, value]) => `${key}: ${String(value)}`).join(', '),
-    ip: row.ip ?? '',
-  };
+/**
+ * An audit row as the group's log shows it: the actor ("deleted user", or "—": the admin CLI),
+ * the action in words, the details with the fields named by the form's labels.
+ */
+function groupAuditEvent(row: AuditRow) {
+  const labels: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
+  const details = auditDetails(auditDetailsOf(row), (field) => labels[field] ?? field);
+  return presentAuditEvent(row, row.actor_username ?? (row.actor_deleted ? 'deleted user' : '—'), details);
 }

@@ -159,6 +159,13 @@ export function passkeyRoutes(deps: WebDeps): Router {
     ctx.redirect(`${SETTINGS}?notice=removed`);
   });
 
+  // The addresses the forms post to, opened on their own: the page the form is on.
+  router.get(`${SETTINGS}/:id/remove`, (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(SETTINGS);
+  });
+  router.get('/login/passkey', (ctx) => ctx.redirect('/login'));
+
   // The site's sign-in with a passkey: alone, or as the second factor after the password.
   router.post('/login/passkey', async (ctx) => {
     const form = formFields(ctx);

@@ -27,7 +27,7 @@ export interface PageLocals {
  * signed-in user (for the header) and the CSRF token (for every form).
  */
 export function renderPage(view: string, locals: PageLocals & { currentUser?: unknown; csrfToken?: string }): string {
-  const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, flash: null, ...locals };
+  const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, labels: {}, onceKey: '', flash: null, ...locals };
   return template('layout')({ ...all, body: template(view)(all) });
 }
 

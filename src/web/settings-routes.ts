@@ -2,13 +2,16 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { toIso } from '../time.js';
-import { AppError, NotFoundError, ValidationError } from '../errors.js';
+import { NotFoundError, type AppError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
 import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
 import { accessTokensOf, createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
+import { flashBox } from './flash.js';
+import { formErrors, LABELS } from './form-errors.js';
+import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
 
 const BASE = '/account/settings';
@@ -25,7 +28,11 @@ const DEFAULT_EXPIRATION = '30';
 
 const TOKEN_SCOPES = API_SCOPES.map((scope) => ({ value: scope, description: SCOPES[scope] }));
 
+const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, revoke it and generate another.';
+
 const NOTICES: Record<string, string> = {
+  'token-created': `Access token generated. It ${SHOWN_ONCE}`,
+  'token-repeated': `This form was submitted already: the token it generated is listed below. It ${SHOWN_ONCE}`,
   'token-revoked': 'Access token revoked.',
   'app-revoked': 'Access revoked. The application’s tokens no longer work.',
 };
@@ -43,21 +50,23 @@ function formList(ctx: Context, name: string): string[] {
   return values.filter((v): v is string => typeof v === 'string');
 }
 
-/** The form as the service takes it: "never" is no expiry, anything else a number of days. */
+/**
+ * The form as the service takes it: "never" is no expiry, anything else a number of days. Its
+ * schema checks every field at once (a choice outside the lists is an error about that field).
+ */
 function newTokenInput(form: TokenForm): NewAccessToken {
-  if (form.expiration !== 'never' && !/^[0-9]{1,3}$/.test(form.expiration)) {
-    throw new ValidationError('expiresInDays', 'Choose when the token expires, or No expiration.');
-  }
   return {
     name: form.name,
-    // Checked by the service's schema, which names a scope outside the list.
     scopes: form.scopes as NewAccessToken['scopes'],
-    expiresInDays: form.expiration === 'never' ? null : Number(form.expiration),
+    expiresInDays: form.expiration === 'never' ? null : /^[0-9]{1,3}$/.test(form.expiration) ? Number(form.expiration) : NaN,
   };
 }
 
-/** Which form field a service error belongs to ("scopes.0" is the scopes checkboxes). */
-const FORM_FIELDS: Record<string, string> = { name: 'name', scopes: 'scopes', expiresInDays: 'expiration' };
+/** The one-time flash that carries a new token to the tokens page. */
+const TOKEN_FLASH = 'token';
+
+/** The form field of the service's `expiresInDays`. */
+const FORM_FIELDS: Record<string, string> = { expiresInDays: 'expiration' };
 
 /** An authorized application as the Authorized applications page shows it. */
 function authorizedApplication(row: Record<string, unknown>) {
@@ -81,8 +90,8 @@ function tokenId(ctx: Context): number {
 
 /**
  * Account settings of the signed-in user: personal access tokens (made, listed, revoked) and the
- * applications the user authorized (listed, revoked). Secrets appear once, in the POST response
- * that made them, never in a URL or a redirect.
+ * applications the user authorized (listed, revoked). A new token appears once, on the page the
+ * POST redirects to, carried there by the one-time flash, never in a URL.
  */
 export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
   const { db, provider } = deps;
@@ -96,7 +105,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function renderTokens(
     ctx: Context,
     userId: number,
-    extra: { form?: TokenForm; errors?: Record<string, string>; created?: { token: string; name: string } } = {},
+    extra: { form?: TokenForm; errors?: Record<string, string>; created?: { token: string; name: string }; onceKey?: string } = {},
     status = 200,
   ) {
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
@@ -109,8 +118,10 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
       form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION },
       values: { name: extra.form?.name ?? '' },
       errors: extra.errors ?? {},
+      labels: LABELS.token,
+      onceKey: extra.onceKey ?? issueOnceKey(ctx),
       created: extra.created ?? null,
-      flash: notice(ctx),
+      flash: extra.created ? 'Access token generated.' : notice(ctx),
     }, status);
   }
 
@@ -119,23 +130,34 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     ctx.redirect(`${BASE}/tokens`);
   });
 
+  /** The tokens page; right after a token was made, with that token, this once. */
   router.get('/tokens', async (ctx) => {
     const user = requireUser(ctx);
-    await renderTokens(ctx, user.id);
+    const fresh = flashBox(ctx).take(TOKEN_FLASH);
+    await renderTokens(ctx, user.id, fresh ? { created: { token: fresh.secret, name: fresh.name ?? '' } } : {});
+    if (!fresh) keepFormForBack(ctx);
   });
 
-  router.post('/tokens', async (ctx) => {
+  // The form posts to an address of its own: a POST to the page's address would make the browser
+  // drop the page it keeps for Back (see keepFormForBack). `/tokens` is kept for older forms.
+  router.get('/tokens/new', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/tokens`);
+  });
+
+  router.post(['/tokens', '/tokens/new'], async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = { name: fields.name ?? '', scopes: formList(ctx, 'scopes'), expiration: fields.expiration ?? '' };
     try {
-      const { token, row } = await createAccessToken(db, user.id, newTokenInput(form));
-      // Shown in this response only: the database keeps a digest, and nothing puts it in a URL.
-      await renderTokens(ctx, user.id, { created: { token, name: row.name } });
+      const outcome = await createOnce(db, () => createAccessToken(db, user.id, newTokenInput(form), submissionOf(ctx, 'token')));
+      // The token goes to the next page in the one-time flash: the database keeps a digest, and nothing puts it in a URL.
+      if ('created' in outcome) flashBox(ctx).put({ for: TOKEN_FLASH, secret: outcome.created.token, name: outcome.created.row.name });
+      ctx.redirect(`${BASE}/tokens?notice=${'created' in outcome ? 'token-created' : 'token-repeated'}`);
     } catch (err) {
-      if (!(err instanceof AppError && err.field)) throw err;
-      const field = FORM_FIELDS[err.field.split('.')[0]!] ?? 'name';
-      await renderTokens(ctx, user.id, { form, errors: { [field]: err.message } }, err.status);
+      const errors = formErrors(err, LABELS.token, FORM_FIELDS);
+      if (!errors) throw err;
+      await renderTokens(ctx, user.id, { form, errors, onceKey: sentOnceKey(ctx) }, (err as AppError).status);
     }
   });
 
@@ -143,6 +165,16 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     const user = requireUser(ctx);
     await revokeAccessToken(db, user.id, tokenId(ctx));
     ctx.redirect(`${BASE}/tokens?notice=token-revoked`);
+  });
+
+  // Addresses that forms post to, opened on their own (an error page left there, then reloaded): their list.
+  router.get('/tokens/:id/revoke', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/tokens`);
+  });
+  router.get('/applications/:clientId/revoke', (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(`${BASE}/applications`);
   });
 
   router.get('/applications', async (ctx) => {

@@ -11,6 +11,7 @@ import {
   type TwoFactorDeps,
 } from '../services/two-factor.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
+import { flashBox } from './flash.js';
 import { render } from './render.js';
 
 const BASE = '/account/settings/two-factor';
@@ -48,8 +49,13 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     }, status);
   }
 
+  /** The codes go to the next page in the one-time flash: a reload shows them no more. */
+  function showCodesOnce(ctx: Context, user: UserRow, codes: string[], heading: string) {
+    flashBox(ctx).put({ for: codesFlashFor(user), secret: codes.join(' '), name: heading });
+    ctx.redirect(`${BASE}/recovery-codes`);
+  }
+
   function renderCodes(ctx: Context, codes: string[], heading: string) {
-    ctx.set('Cache-Control', 'no-store');
     render(ctx, 'account/settings/recovery-codes', {
       title: 'Recovery codes · Account settings',
       tab: 'two-factor',
@@ -81,7 +87,7 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     const user = requireUser(ctx);
     try {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
-      renderCodes(ctx, codes, 'Two-factor authentication is on');
+      showCodesOnce(ctx, user, codes, 'Two-factor authentication is on');
     } catch (err) {
       const errors = codeError(ctx, err);
       if (!errors) throw err;
@@ -90,11 +96,23 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     }
   });
 
+  router.get(`${BASE}/recovery-codes`, (ctx) => {
+    const shown = flashBox(ctx).take(codesFlashFor(requireUser(ctx)));
+    if (!shown) return ctx.redirect(BASE);
+    renderCodes(ctx, shown.secret.split(' '), shown.name ?? 'Recovery codes');
+  });
+
+  // The addresses the other forms post to, opened on their own: the page the forms are on.
+  router.get([`${BASE}/setup/confirm`, `${BASE}/disable`], (ctx) => {
+    requireUser(ctx);
+    ctx.redirect(ctx.path.endsWith('/confirm') ? `${BASE}/setup` : BASE);
+  });
+
   router.post(`${BASE}/recovery-codes`, async (ctx) => {
     const user = requireUser(ctx);
     try {
       const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx).code ?? '', ctx.ip);
-      renderCodes(ctx, codes, 'New recovery codes');
+      showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
       const errors = codeError(ctx, err);
       if (!errors) throw err;
@@ -116,6 +134,8 @@ export function twoFactorRoutes(deps: WebDeps): Router {
 
   return router;
 }
+
+const codesFlashFor = (user: UserRow) => `recovery-codes:${user.id}`;
 
 /** The name the authenticator app shows beside the account: the issuer's host. */
 function issuerName(deps: WebDeps): string {

@@ -350,6 +350,21 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(res.body.error_description).to.equal('signOutRedirectURLs[1] must use https (http only for localhost, 127.0.0.1 or [::1])');
     });
 
+    it('names every bad field at once, by the API’s field names, in error_description', async () => {
+      const { group, token } = await owned();
+      const res = await api(token, 'POST', `/groups/${group.id}/oauth-apps`, { name: '', homepageURL: 'deploy.example.test', description: 'fine', callbackURL: 'http://deploy.example.test/cb' });
+      expectApiError(res, 400, 'invalid_request');
+      expect(res.body.error_description).to.equal(
+        'name is required; homepageURL must be an absolute http(s) URL; callbackURL must use https (http only for localhost, 127.0.0.1 or [::1])',
+      );
+      const edit = await api(token, 'PATCH', `/oauth-apps/${(await created(token, group.id)).clientID}`, { homepageURL: 'nope', signOutRedirectURLs: ['/a', 'https://ok.example.test', '/b'] });
+      expectApiError(edit, 400, 'invalid_request');
+      expect(edit.body.error_description).to.equal(
+        'homepageURL must be an absolute http(s) URL; signOutRedirectURLs[0] must be an absolute URL; signOutRedirectURLs[2] must be an absolute URL',
+      );
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+    });
+
     for (const body of ['{"name":', '"Deploy Bot"', 'null', '5']) {
       it(`answers the JSON body ${body} with 400, never a 500`, async () => {
         const { group, token } = await owned();
@@ -515,7 +530,9 @@ describeEachProfile('API: OAuth applications', (profile) => {
         expect(e).to.include({ actor_id: owner.id, target: app.clientID });
         expect(e.ip).to.match(/127\.0\.0\.1$/);
       }
-      expect(JSON.parse(events[1]!.details)).to.deep.equal({ description: 'Audited' });
+      // An edit records only what changed, before and after; a revoked secret by its last four characters.
+      expect(JSON.parse(events[1]!.details)).to.deep.equal({ changes: { description: { from: VALID.description, to: 'Audited' } } });
+      expect(JSON.parse(events[3]!.details)).to.deep.equal({ lastFour: second.lastFour });
       expect(events.map((e) => e.details).join()).not.to.include(app.clientSecret);
     });
   });

@@ -62,7 +62,7 @@ describeEachProfile('Admin area in a real browser', function (profile) {
     // The admin audit log names who did it.
     await page.getByRole('link', { name: 'Audit log' }).click();
     const row = page.getByTestId('audit-row').first();
-    expect(await row.textContent()).to.contain('user.disable').and.to.contain(admin.username).and.to.contain(user.username);
+    expect(await row.textContent()).to.contain('Account disabled').and.to.contain(admin.username).and.to.contain(user.username);
 
     await theirs.close();
     await mine.close();

@@ -7,6 +7,11 @@ export function findCsrf(html: string): string | undefined {
   return CSRF_FIELD.exec(html)?.[1];
 }
 
+/** The one-time key of the page's (first) creating form, or undefined when it has none. */
+export function findOnceKey(html: string): string | undefined {
+  return /name="_once" value="([^"]+)"/.exec(html)?.[1];
+}
+
 export function csrfFrom(html: string): string {
   const token = findCsrf(html);
   if (!token) throw new Error('no CSRF token on the page');
@@ -26,10 +31,10 @@ export function unescapeHtml(html: string): string {
   return html.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#34;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
 }
 
-/** The error shown next to form field `name` (views/_field.ejs, views/groups/_select.ejs), or undefined. */
+/** The error shown next to form field `name` (its `<name>-error` paragraph), as plain text, or undefined. */
 export function fieldError(html: string, name: string): string | undefined {
-  const field = new RegExp(`<div class="field has-error">\\s*<label for="${name}">[\\s\\S]*?<p class="field-error" role="alert">([^<]*)</p>`).exec(html);
-  return field?.[1] === undefined ? undefined : unescapeHtml(field[1]);
+  const found = new RegExp(`id="${name}-error">([^<]*)<`).exec(html)?.[1];
+  return found === undefined ? undefined : unescapeHtml(found);
 }
 
 /** The value attribute of input `name`, or undefined when the input shows none. */

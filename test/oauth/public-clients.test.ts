@@ -4,6 +4,7 @@ import { call, expectApiError } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
 import { makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
+import { fieldError } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9999/native/callback';
@@ -122,7 +123,7 @@ describeEachProfile('Public clients (no secret, PKCE required)', (profile) => {
     const fields = { name: 'Phone app', homepageURL: 'https://phone.example.test', description: '', callbackURL: REDIRECT_URI, signOutRedirectURLs: '' };
 
     const refused = await browser.submit(`${developer}/apps`, { ...fields, type: 'spa' }).expect(400);
-    expect(/id="type-error">([^<]*)</.exec(refused.text)?.[1]).to.equal('type must be confidential or public');
+    expect(fieldError(refused.text, 'type')).to.equal('Application type must be confidential or public');
     expect(await idp.db('oauth_apps').where({ group_id: group.id })).to.have.length(0);
 
     const created = await browser.submit(`${developer}/apps`, { ...fields, type: 'public' });

@@ -112,7 +112,7 @@ describeEachProfile('account settings: profile, password, sessions, delete accou
       expect(fieldError(res.text, 'email')).to.include('already taken');
       res = await submit(agent, '/account/settings/profile', '/account/settings/profile', { name: '', email: 'not an address', current_password: user.password });
       expect(res.status).to.equal(400);
-      expect(fieldError(res.text, 'email')).to.equal('email must be a valid email address');
+      expect(fieldError(res.text, 'email')).to.equal('E-mail address must be a valid email address');
     });
 
     it('refuses a form without its CSRF token (403) and changes nothing', async () => {
@@ -167,10 +167,10 @@ describeEachProfile('account settings: profile, password, sessions, delete accou
       const user = await newUser();
       const agent = await signIn(idp.url, user);
       const cases: Array<[Record<string, string>, string, string]> = [
-        [{ password: 'password123', password_confirmation: 'password123' }, 'password', 'password is one of the most common passwords; choose another'],
-        [{ password: 'short', password_confirmation: 'short' }, 'password', 'password must be at least 8 characters'],
-        [{ password: user.username, password_confirmation: user.username }, 'password', 'password must not be your username or email'],
-        [{ password: NEW_PASSWORD, password_confirmation: `${NEW_PASSWORD}!` }, 'password_confirmation', 'the two passwords do not match'],
+        [{ password: 'password123', password_confirmation: 'password123' }, 'password', 'New password is one of the most common passwords; choose another'],
+        [{ password: 'short', password_confirmation: 'short' }, 'password', 'New password must be at least 8 characters'],
+        [{ password: user.username, password_confirmation: user.username }, 'password', 'New password must not be your username or email'],
+        [{ password: NEW_PASSWORD, password_confirmation: `${NEW_PASSWORD}!` }, 'password_confirmation', 'The two passwords do not match'],
       ];
       for (const [fields, field, message] of cases) {
         const res = await submit(agent, '/account/settings/password', '/account/settings/password', { current_password: user.password, ...fields });

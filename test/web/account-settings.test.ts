@@ -4,7 +4,7 @@ import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
-import { csrfFrom, formAction } from '../helpers/html.js';
+import { csrfFrom, fieldError, findOnceKey, formAction } from '../helpers/html.js';
 import { authorizeUrl, oauthTokens, refresh, withClockAhead } from '../helpers/oauth.js';
 
 const SCRIPT = '<script>alert(1)</script>';
@@ -12,12 +12,6 @@ const SCRIPT = '<script>alert(1)</script>';
 /** The text of the element with data-testid="new-token", or undefined when the page has none. */
 function shownToken(html: string): string | undefined {
   return /data-testid="new-token"[^>]*>([^<]*)</.exec(html)?.[1]?.trim();
-}
-
-/** The error shown by the form field `name` (a field or fieldset marked has-error), or undefined. */
-function fieldError(html: string, name: string): string | undefined {
-  const block = new RegExp(`class="field has-error">[\\s\\S]*?name="${name}"[\\s\\S]*?<p class="field-error" role="alert">([^<]*)</p>`).exec(html);
-  return block?.[1];
 }
 
 /** The rows of the tokens table as {id, text}. */
@@ -37,21 +31,35 @@ describeEachProfile('account settings pages', (profile) => {
 
   async function page(browser: Browser, path: string): Promise<string> {
     const res = await browser.get(path).expect(200);
-    expect(res.headers.get('cache-control')).to.include('no-store');
+    // Never in a shared cache; a page with a creating form and no secret may be kept for Back.
+    expect(res.headers.get('cache-control')).to.match(/^(no-store|private, no-cache)$/);
     return res.text;
   }
 
-  /** Fills and submits the Access tokens form as a person would (CSRF token from the page). */
-  async function generate(browser: Browser, fields: { name: string; scopes?: string[]; expiration?: string }): Promise<Page> {
-    const html = await page(browser, '/account/settings/tokens');
-    const body = new URLSearchParams({ _csrf: csrfFrom(html), name: fields.name });
+  /** The Access tokens form's fields as a person fills them (the CSRF token and one-time key from the page). */
+  function tokenForm(html: string, fields: { name: string; scopes?: string[]; expiration?: string }): string {
+    const body = new URLSearchParams({ _csrf: csrfFrom(html), _once: findOnceKey(html) ?? '', name: fields.name });
     for (const scope of fields.scopes ?? ['groups:read-only']) body.append('scopes', scope);
     body.set('expiration', fields.expiration ?? '30');
+    return body.toString();
+  }
+
+  function post(browser: Browser, html: string, body: string): Promise<Page> {
     return browser.request(formAction(html, '/account/settings/tokens'), {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: body.toString(),
+      body,
     });
+  }
+
+  /**
+   * Fills and submits the Access tokens form as a person would, and, when it redirects (the token
+   * was made), opens the page it leads to: the answer is the page the person sees.
+   */
+  async function generate(browser: Browser, fields: { name: string; scopes?: string[]; expiration?: string }): Promise<Page> {
+    const html = await page(browser, '/account/settings/tokens');
+    const res = await post(browser, html, tokenForm(html, fields));
+    return res.status === 302 ? browser.follow(res) : res;
   }
 
   async function signedInUser(): Promise<{ user: TestUser; browser: Browser }> {
@@ -110,9 +118,12 @@ describeEachProfile('account settings pages', (profile) => {
   describe('Access tokens', () => {
     it('shows a new token once, with a Copy button and a warning; a reload does not show it again', async () => {
       const { browser } = await signedInUser();
-      const res = await generate(browser, { name: 'deploy script', scopes: ['groups:read-only'] });
-      expect(res.status).to.equal(200);
-      expect(res.headers.get('location')).to.equal(null);
+      const form = await page(browser, '/account/settings/tokens');
+      const posted = await post(browser, form, tokenForm(form, { name: 'deploy script', scopes: ['groups:read-only'] }));
+      // Post/Redirect/Get: the token reaches the next page in a one-time flash, never in the URL.
+      expect(posted.status).to.equal(302);
+      expect(posted.headers.get('location')).to.equal('/account/settings/tokens?notice=token-created');
+      const res = await browser.follow(posted).expect(200);
       expect(res.headers.get('cache-control')).to.include('no-store');
       const html = res.text;
       const token = shownToken(html);
@@ -121,10 +132,50 @@ describeEachProfile('account settings pages', (profile) => {
       expect(html).to.include('id="new-token"');
       expect(html).to.include('It will not be shown again');
 
-      const reload = await page(browser, '/account/settings/tokens');
+      const reload = await page(browser, '/account/settings/tokens?notice=token-created');
       expect(shownToken(reload)).to.equal(undefined);
       expect(reload).not.to.include(token!);
-      expect(reload).to.include('deploy script');
+      expect(reload).to.include('deploy script').and.include('was shown once');
+    });
+
+    it('makes one token of a form submitted twice, or 16 times at once, and shows it only the first time', async () => {
+      const { user, browser } = await signedInUser();
+      const form = await page(browser, '/account/settings/tokens');
+      const body = tokenForm(form, { name: 'once' });
+      const first = await browser.follow(await post(browser, form, body)).expect(200);
+      const token = shownToken(first.text)!;
+      const again = await post(browser, form, body);
+      expect(again.headers.get('location')).to.equal('/account/settings/tokens?notice=token-repeated');
+      const shown = await browser.follow(again).expect(200);
+      expect(shownToken(shown.text)).to.equal(undefined);
+      expect(shown.text).not.to.include(token);
+      expect(shown.text).to.include('was shown once');
+      const fresh = await page(browser, '/account/settings/tokens');
+      const copies = await Promise.all(Array.from({ length: 16 }, () => post(browser, fresh, tokenForm(fresh, { name: 'parallel' }))));
+      expect(copies.map((c) => c.status)).to.deep.equal(Array(16).fill(302));
+      expect(copies.filter((c) => c.headers.get('location')!.endsWith('token-created'))).to.have.length(1);
+      expect(await tokenCount(user.id)).to.equal(2);
+    });
+
+    it('answers a GET at every address its forms post to, with the page the form is on', async () => {
+      const { browser } = await signedInUser();
+      await browser.get('/account/settings/tokens/new').expect(302, '/account/settings/tokens');
+      await browser.get('/account/settings/tokens/1/revoke').expect(302, '/account/settings/tokens');
+      await browser.get('/account/settings/applications/abc/revoke').expect(302, '/account/settings/applications');
+      await browser.get('/account/settings/sessions/sign-out-others').expect(302, '/account/settings/sessions');
+      await browser.get('/account/settings/sessions/abc/sign-out').expect(302, '/account/settings/sessions');
+    });
+
+    it('refuses a one-time key issued to another session, making nothing', async () => {
+      const { user, browser } = await signedInUser();
+      const other = await signedInUser();
+      const theirs = findOnceKey(await page(other.browser, '/account/settings/tokens'))!;
+      const form = await page(browser, '/account/settings/tokens');
+      const body = new URLSearchParams(tokenForm(form, { name: 'borrowed' }));
+      body.set('_once', theirs);
+      const res = await post(browser, form, body.toString());
+      expect(res.status).to.equal(400);
+      expect(await tokenCount(user.id)).to.equal(0);
     });
 
     it('makes a token that works on /apis/v2 as its user, with the chosen scopes', async () => {
@@ -207,7 +258,7 @@ describeEachProfile('account settings pages', (profile) => {
         const res = await generate(browser, { name: '   ', scopes: ['groups:read-write'], expiration: '90' });
         expect(res.status).to.equal(400);
         const html = res.text;
-        expect(fieldError(html, 'name')).to.equal('name is required');
+        expect(fieldError(html, 'name')).to.equal('Token name is required');
         expect(html).to.match(/value="groups:read-write" checked>/);
         expect(html).to.match(/value="groups:read-only">/);
         expect(html).to.match(/<option value="90" selected>/);
@@ -220,7 +271,7 @@ describeEachProfile('account settings pages', (profile) => {
         const res = await generate(browser, { name: 'no scopes', scopes: [] });
         expect(res.status).to.equal(400);
         const html = res.text;
-        expect(fieldError(html, 'scopes')).to.equal('choose at least one scope');
+        expect(fieldError(html, 'scopes')).to.equal('Scopes must include at least one scope');
         expect(html).to.match(/<input id="name" name="name" type="text"\s+value="no scopes"/);
         expect(await tokenCount(user.id)).to.equal(0);
       });
@@ -229,7 +280,7 @@ describeEachProfile('account settings pages', (profile) => {
         const { browser } = await signedInUser();
         const res = await generate(browser, { name: 'sneaky', scopes: ['groups:read-only', 'admin'] });
         expect(res.status).to.equal(400);
-        expect(fieldError(res.text, 'scopes')).to.include('scopes must be among');
+        expect(fieldError(res.text, 'scopes')).to.include('Scopes must be among');
       });
 
       for (const expiration of ['', 'abc', '0', '400', '-1', '1.5']) {
@@ -246,7 +297,7 @@ describeEachProfile('account settings pages', (profile) => {
         const { browser } = await signedInUser();
         const res = await generate(browser, { name: 'x'.repeat(101) });
         expect(res.status).to.equal(400);
-        expect(fieldError(res.text, 'name')).to.equal('name must be at most 100 characters');
+        expect(fieldError(res.text, 'name')).to.equal('Token name must be at most 100 characters');
       });
     });
 

@@ -57,8 +57,22 @@ describeEachProfile('account pages', (profile) => {
       const res = await client
         .submit('/signup', { username: 'bad name!', email: `bad-${unique()}@example.test`, name: '', password: PASSWORD })
         .expect(400);
-      expect(fieldError(res.text, 'username')).to.include('username may contain only letters, digits');
+      expect(fieldError(res.text, 'username')).to.include('Username may contain only letters, digits');
       expect(inputValue(res.text, 'username')).to.equal('bad name!');
+      expect(await countUsers()).to.equal(before);
+    });
+
+    it('shows every bad field at once, each in its label’s words, keeping what was typed but the password', async () => {
+      const before = await countUsers();
+      const client = await visit(idp.url, '/signup');
+      const res = await client.submit('/signup', { username: 'x', email: 'not an address', name: 'Kept', password: 'short' }).expect(400);
+      expect(fieldError(res.text, 'username')).to.equal('Username must be 2–39 characters');
+      expect(fieldError(res.text, 'email')).to.equal('Email must be a valid email address');
+      expect(fieldError(res.text, 'password')).to.equal('Password must be at least 8 characters');
+      expect(fieldError(res.text, 'name')).to.equal(undefined);
+      expect(inputValue(res.text, 'email')).to.equal('not an address');
+      expect(inputValue(res.text, 'name')).to.equal('Kept');
+      expect(inputValue(res.text, 'password')).to.equal(undefined);
       expect(await countUsers()).to.equal(before);
     });
 
@@ -69,7 +83,7 @@ describeEachProfile('account pages', (profile) => {
       const res = await client
         .submit('/signup', { username, email: `${username}@example.test`, name: 'x'.repeat(101), password: PASSWORD })
         .expect(400);
-      expect(fieldError(res.text, 'name')).to.equal('name must be at most 100 characters');
+      expect(fieldError(res.text, 'name')).to.equal('Name must be at most 100 characters');
       expect(await countUsers()).to.equal(before);
     });
   });

@@ -205,11 +205,12 @@ describeEachProfile('Admin area', (profile) => {
     await smtp.next(user.email);
     const log = await site.get('/admin/audit').expect(200);
     expect(auditLines(log.text).slice(0, 3)).to.deep.equal([
-      `${admin.username} user.password_reset.send ${user.username} 127.0.0.1`,
-      `${admin.username} user.enable ${user.username} 127.0.0.1`,
-      `${admin.username} user.disable ${user.username} 127.0.0.1`,
+      `${admin.username} Password reset link sent ${user.username} 127.0.0.1`,
+      `${admin.username} Account enabled ${user.username} 127.0.0.1`,
+      `${admin.username} Account disabled ${user.username} 127.0.0.1`,
     ]);
-    expect(auditLines(log.text)).to.include(`CLI user.admin.grant ${admin.username}`);
+    expect(auditLines(log.text)).to.include(`CLI Made a site administrator ${admin.username}`);
+    expect(log.text).to.include('data-action="user.password_reset.send"');
     // Site events stay out of every group's audit log.
     const rows = await db()('audit_events').whereNotNull('group_id').where({ target: user.username }).select();
     expect(rows).to.deep.equal([]);

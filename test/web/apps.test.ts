@@ -8,7 +8,7 @@ import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
 import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
+import { errorMessage, fieldError, findOnceKey, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 
 const SCRIPT = '<script>alert(1)</script>';
@@ -66,8 +66,18 @@ describeEachProfile('OAuth application pages', (profile) => {
     return client.submit(`${developer(group)}/apps`, { ...VALID, ...fields });
   }
 
+  /** Submits a form that creates and opens the page it redirects to (Post/Redirect/Get). */
+  async function submitAndFollow(client: Browser, url: string, fields: Record<string, string> = {}) {
+    return client.follow(await client.submit(url, fields).expect(302)).expect(200);
+  }
+
+  /** Fills and submits the New application form, and opens the application's page it leads to. */
+  function createAndOpen(client: Browser, group: GroupRow, fields: Partial<typeof VALID> = {}) {
+    return submitAndFollow(client, `${developer(group)}/apps`, { ...VALID, ...fields });
+  }
+
   async function createdApp(client: Browser, group: GroupRow, fields: Partial<typeof VALID> = {}) {
-    const res = await create(client, group, fields).expect(201);
+    const res = await createAndOpen(client, group, fields);
     return { clientId: shownClientId(res.text)!, clientSecret: shownSecret(res.text)!, html: res.text };
   }
 
@@ -112,7 +122,7 @@ describeEachProfile('OAuth application pages', (profile) => {
 
     it('creates an application and shows its edit view with the client ID and, once, the secret', async () => {
       const { owner, group, client } = await groupWithOwner();
-      const res = await create(client, group).expect(201);
+      const res = await createAndOpen(client, group);
       expect(res.headers.get('cache-control')).to.include('no-store');
       const clientId = shownClientId(res.text)!;
       const secret = shownSecret(res.text)!;
@@ -183,7 +193,7 @@ describeEachProfile('OAuth application pages', (profile) => {
     it('generates a second secret, shown once, and keeps the first', async () => {
       const { group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
-      const res = await client.submit(`${appPage(group, app.clientId)}/secrets`, {}).expect(201);
+      const res = await submitAndFollow(client, `${appPage(group, app.clientId)}/secrets`);
       const second = shownSecret(res.text)!;
       expect(isWellFormedToken(second, 'hs_')).to.equal(true);
       expect(second).not.to.equal(app.clientSecret);
@@ -196,7 +206,7 @@ describeEachProfile('OAuth application pages', (profile) => {
     it('refuses a third secret: the button is disabled and a forced request is a 409 that makes nothing', async () => {
       const { group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
-      await client.submit(`${appPage(group, app.clientId)}/secrets`, {}).expect(201);
+      await submitAndFollow(client, `${appPage(group, app.clientId)}/secrets`);
       const page = await client.get(appPage(group, app.clientId)).expect(200);
       expect(page.text).to.include('disabled aria-describedby="secret-limit">Generate a new client secret</button>');
       const res = await client.submit(`${appPage(group, app.clientId)}/secrets`, {}).expect(409);
@@ -208,7 +218,7 @@ describeEachProfile('OAuth application pages', (profile) => {
     it('revokes one of two secrets: the revoked one is 401 invalid_client, the other still works', async () => {
       const { owner, group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
-      const second = shownSecret((await client.submit(`${appPage(group, app.clientId)}/secrets`, {}).expect(201)).text)!;
+      const second = shownSecret((await submitAndFollow(client, `${appPage(group, app.clientId)}/secrets`)).text)!;
       const [firstRow] = await secretRows(app.clientId);
       await client
         .submit(`${appPage(group, app.clientId)}/secrets/${firstRow!.id}/revoke`, {})
@@ -286,16 +296,16 @@ describeEachProfile('OAuth application pages', (profile) => {
 
   describe('validation', () => {
     const cases: Array<{ field: keyof typeof VALID; value: string; message: RegExp }> = [
-      { field: 'name', value: '', message: /name is required/ },
+      { field: 'name', value: '', message: /^Application name is required$/ },
       { field: 'name', value: '   ', message: /name is required/ },
       { field: 'name', value: 'n'.repeat(101), message: /at most 100 characters/ },
-      { field: 'homepageURL', value: '', message: /homepageURL must be an absolute http\(s\) URL/ },
+      { field: 'homepageURL', value: '', message: /^Homepage URL must be an absolute http\(s\) URL$/ },
       { field: 'homepageURL', value: 'deploy.example.test', message: /absolute http\(s\) URL/ },
       { field: 'homepageURL', value: 'ftp://deploy.example.test', message: /absolute http\(s\) URL/ },
       { field: 'homepageURL', value: 'javascript:alert(1)', message: /absolute http\(s\) URL/ },
       { field: 'homepageURL', value: `https://deploy.example.test/${'a'.repeat(2048)}`, message: /at most 2048 characters/ },
       { field: 'description', value: 'd'.repeat(401), message: /at most 400 characters/ },
-      { field: 'callbackURL', value: '', message: /callbackURL must be an absolute URL/ },
+      { field: 'callbackURL', value: '', message: /^Authorization callback URL must be an absolute URL$/ },
       { field: 'callbackURL', value: '/callback', message: /absolute URL/ },
       { field: 'callbackURL', value: 'http://deploy.example.test/callback', message: /must use https/ },
       { field: 'callbackURL', value: 'http://127.0.0.2/callback', message: /must use https/ },
@@ -372,7 +382,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       const app = await createdApp(client, group);
       const typed = 'https://deploy.example.test/ok\nhttp://deploy.example.test/bye';
       const res = await client.submit(appPage(group, app.clientId), { ...VALID, signOutRedirectURLs: typed }).expect(400);
-      expect(fieldError(res.text, 'signOutRedirectURLs')).to.equal('signOutRedirectURLs[1] must use https (http only for localhost, 127.0.0.1 or [::1])');
+      expect(fieldError(res.text, 'signOutRedirectURLs')).to.equal('Sign-out redirect URLs, line 2, must use https (http only for localhost, 127.0.0.1 or [::1])');
       expect(signOutBox(res.text)).to.equal(typed);
       expect((await appRow(app.clientId)).sign_out_urls).to.equal('[]');
     });
@@ -535,27 +545,108 @@ describeEachProfile('OAuth application pages', (profile) => {
     });
   });
 
+  describe('one-time keys: a form creates once', () => {
+    /** The New application form's fields with its one-time key, as a person sends them. */
+    async function newAppForm(client: Browser, group: GroupRow, fields: Partial<typeof VALID> = {}) {
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      return { _once: findOnceKey(form.text)!, ...VALID, ...fields };
+    }
+
+    it('shows the existing application, without its secret, for the same form sent again', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group);
+      const first = await client.follow(await client.submit(`${developer(group)}/apps`, fields).expect(302)).expect(200);
+      const clientId = shownClientId(first.text)!;
+      const secret = shownSecret(first.text)!;
+      const again = await client.submit(`${developer(group)}/apps`, fields).expect(302, `${appPage(group, clientId)}?notice=app-repeated`);
+      const shown = await client.follow(again).expect(200);
+      expect(shownClientId(shown.text)).to.equal(clientId);
+      expect(shownSecret(shown.text)).to.equal(undefined);
+      expect(shown.text).not.to.include(secret);
+      expect(unescapeHtml(shown.text)).to.include('This form was submitted already').and.include('was shown once');
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+      expect(await count('oauth_app_secrets', { app_id: (await appRow(clientId)).id })).to.equal(1);
+    });
+
+    it('creates one application of 16 copies of one form sent at once', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group);
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit(`${developer(group)}/apps`, fields)));
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(16).fill(302));
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=created'))).to.have.length(1);
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+      expect(await count('audit_events', { group_id: group.id, action: 'app.create' })).to.equal(1);
+    });
+
+    it('generates one client secret of the same form sent twice or 16 times at once', async () => {
+      const { group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      const page = await client.get(appPage(group, app.clientId)).expect(200);
+      const fields = { _once: findOnceKey(page.text)! };
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit(`${appPage(group, app.clientId)}/secrets`, fields)));
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=secret-created'))).to.have.length(1);
+      expect(answers.filter((a) => a.headers.get('location')!.endsWith('?notice=secret-repeated'))).to.have.length(15);
+      expect(await secretRows(app.clientId)).to.have.length(2);
+    });
+
+    it('keeps the key of a form shown again with its errors: corrected, it creates once', async () => {
+      const { group, client } = await groupWithOwner();
+      const fields = await newAppForm(client, group, { homepageURL: 'nope' });
+      const refused = await client.submit(`${developer(group)}/apps`, fields).expect(400);
+      expect(findOnceKey(refused.text)).to.equal(fields._once);
+      const corrected = { ...fields, homepageURL: VALID.homepageURL };
+      await client.submit(`${developer(group)}/apps`, corrected).expect(302, /\?notice=created$/);
+      await client.submit(`${developer(group)}/apps`, corrected).expect(302, /\?notice=app-repeated$/);
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+    });
+
+    it('answers a GET at every address a form posts to', async () => {
+      const { group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      await client.get(`${developer(group)}/apps`).expect(302, developer(group));
+      await client.get(`${appPage(group, app.clientId)}/secrets`).expect(302, appPage(group, app.clientId));
+      await client.get(`${appPage(group, app.clientId)}/secrets/1/revoke`).expect(302, appPage(group, app.clientId));
+    });
+  });
+
   describe('audit log', () => {
     it('lists create, update, secret and delete events with the actor and the IP', async () => {
       const { owner, group, client } = await groupWithOwner();
       const app = await createdApp(client, group, { name: 'Audited' });
       await client.submit(appPage(group, app.clientId), { ...VALID, name: 'Audited twice' }).expect(302);
-      await client.submit(`${appPage(group, app.clientId)}/secrets`, {}).expect(201);
-      const [first] = await secretRows(app.clientId);
+      await submitAndFollow(client, `${appPage(group, app.clientId)}/secrets`);
+      const [first, second] = await secretRows(app.clientId);
       await client.submit(`${appPage(group, app.clientId)}/secrets/${first!.id}/revoke`, {}).expect(302);
       await client.submit(`${appPage(group, app.clientId)}/delete`, {}).expect(302);
       const res = await client.get(`/groups/${group.path}/settings/audit`).expect(200);
       const events = rows(res.text, 'audit-row');
       const [deleted, revoked, generated, updated, created] = events;
-      expect(created).to.include('app.create').and.include(app.clientId).and.include('name: Audited');
-      expect(updated).to.include('app.update').and.include('name: Audited twice');
-      expect(generated).to.include('app.secret.create');
-      expect(revoked).to.include('app.secret.revoke').and.include(`secretId: ${first!.id}`);
-      expect(deleted).to.include('app.delete').and.include('name: Audited twice');
+      expect(created).to.include('Application created').and.include(app.clientId).and.include('name: Audited');
+      // An edit lists only what changed, each field by its label, before → after.
+      expect(updated).to.include('Application updated').and.include('(Application name: Audited → Audited twice)');
+      expect(generated).to.include('Client secret generated').and.include(`secret …${second!.last_four}`);
+      expect(revoked).to.include('Client secret revoked').and.include(`secret …${first!.last_four}`).and.not.include('secret #');
+      expect(deleted).to.include('Application deleted').and.include('name: Audited twice');
+      // The codes stay in the page for machines, never broken into the words.
+      for (const code of ['app.create', 'app.update', 'app.secret.create', 'app.secret.revoke', 'app.delete']) expect(res.text).to.include(`data-action="${code}"`);
       for (const event of [deleted, revoked, generated, updated, created]) {
         expect(event).to.include(owner.username).and.include('127.0.0.1');
       }
       expect(res.text).not.to.include(app.clientSecret);
+    });
+
+    it('still renders rows written before edits recorded their changes and secrets their last four', async () => {
+      const { group, client } = await groupWithOwner();
+      const at = new Date().toISOString();
+      await idp.db('audit_events').insert([
+        { group_id: group.id, actor_id: null, action: 'app.secret.revoke', target: 'abc', details: JSON.stringify({ secretId: 4 }), ip: null, created_at: at },
+        { group_id: group.id, actor_id: null, action: 'app.update', target: 'abc', details: JSON.stringify({ name: 'Old', description: '' }), ip: null, created_at: at },
+        { group_id: group.id, actor_id: null, action: 'some.future.action', target: 'abc', details: '{not json', ip: null, created_at: at },
+      ]);
+      const events = rows((await client.get(`/groups/${group.path}/settings/audit`).expect(200)).text, 'audit-row');
+      expect(events[0]).to.include('Some future action');
+      expect(events[1]).to.include('Application updated').and.include('name: Old, description: (empty)');
+      expect(events[2]).to.include('Client secret revoked').and.include('secret #4');
     });
   });
 
@@ -571,7 +662,7 @@ describeEachProfile('OAuth application pages', (profile) => {
           description: `Words ${payload}`,
           callbackURL: `https://xss.example.test/cb/${payload}`,
         };
-        const created = await create(client, group, fields).expect(201);
+        const created = await createAndOpen(client, group, fields);
         const clientId = shownClientId(created.text)!;
         const pages = [
           created.text,

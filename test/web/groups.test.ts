@@ -5,7 +5,7 @@ import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
 import { groupAccess, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, fieldError, inputValue } from '../helpers/html.js';
+import { errorMessage, fieldError, findOnceKey, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
 const SCRIPT = '<script>alert(1)</script>';
@@ -44,6 +44,34 @@ describeEachProfile('groups pages', (profile) => {
       expect(res.text).to.include(`href="/groups/${group.path}"`);
       expect(res.text).to.include('<span class="badge">owner</span>');
       expect(res.text).to.include('href="/groups/new"');
+    });
+
+    it('creates one group of one form sent again, or 16 times at once, and shows it', async () => {
+      const user = await makeUser(idp.db);
+      const client = await signIn(idp.url, user);
+      const form = await client.get('/groups/new').expect(200);
+      const path = `once-${unique()}`;
+      const fields = { _once: findOnceKey(form.text)!, name: 'Once', path, description: '', visibilityLevel: 'private' };
+      const answers = await Promise.all(Array.from({ length: 16 }, () => client.submit('/groups/new', fields)));
+      expect(answers.map((a) => a.headers.get('location')).sort()).to.deep.equal([
+        `/groups/${path}?notice=created`,
+        ...Array(15).fill(`/groups/${path}?notice=group-repeated`),
+      ].sort());
+      await client.submit('/groups/new', fields).expect(302, `/groups/${path}?notice=group-repeated`);
+      const count = async (table: string, where: Record<string, unknown>) =>
+        Number(((await idp.db(table).where(where).count({ n: '*' }).first()) as { n: number | string }).n);
+      expect(await count('groups', { path })).to.equal(1);
+      expect(await count('audit_events', { action: 'group.create', target: path })).to.equal(1);
+    });
+
+    it('shows every bad field of the new group form at once, in the labels’ words', async () => {
+      const client = await signIn(idp.url, await makeUser(idp.db));
+      await client.get('/groups/new').expect(200);
+      const res = await client.submit('/groups/new', { name: '', path: 'A B', description: 'd'.repeat(401), visibilityLevel: 'secret' }).expect(400);
+      expect(fieldError(res.text, 'name')).to.equal('Name is required');
+      expect(fieldError(res.text, 'path')).to.equal('Path may contain only lower-case letters, digits, "-", "_" and "."');
+      expect(fieldError(res.text, 'description')).to.equal('Description must be at most 400 characters');
+      expect(fieldError(res.text, 'visibilityLevel')).to.equal('Visibility must be private, internal or public');
     });
 
     it('shows the new group form with Name, Path, Description, Visibility and Create group', async () => {
@@ -100,7 +128,7 @@ describeEachProfile('groups pages', (profile) => {
       const client = await signIn(idp.url, await makeUser(idp.db));
       const path = `noname-${unique()}`;
       const res = await client.submit('/groups/new', { name: '  ', path, visibilityLevel: 'private' }).expect(400);
-      expect(fieldError(res.text, 'name')).to.equal('name is required');
+      expect(fieldError(res.text, 'name')).to.equal('Name is required');
       expect(inputValue(res.text, 'path')).to.equal(path);
     });
 
@@ -256,7 +284,7 @@ describeEachProfile('groups pages', (profile) => {
       const res = await client
         .submit(`/groups/${group.path}/settings`, { name: 'Kept name', description: 'd'.repeat(401), visibilityLevel: 'public' })
         .expect(400);
-      expect(fieldError(res.text, 'description')).to.equal('description must be at most 400 characters');
+      expect(fieldError(res.text, 'description')).to.equal('Description must be at most 400 characters');
       expect(inputValue(res.text, 'name')).to.equal('Kept name');
       expect((await groupRow(group.id)).name).to.equal(group.name);
     });
@@ -283,7 +311,7 @@ describeEachProfile('groups pages', (profile) => {
     it('shows an unknown user next to the Username or email field, keeping what was typed', async () => {
       const { group, client } = await groupWithOwner();
       const res = await client.submit(`/groups/${group.path}/settings/members`, { user: 'nobody-here', role: 'member' }).expect(400);
-      expect(fieldError(res.text, 'user')).to.equal('no user "nobody-here"');
+      expect(fieldError(res.text, 'user')).to.equal('No user "nobody-here"');
       expect(inputValue(res.text, 'user')).to.equal('nobody-here');
     });
 
@@ -368,12 +396,14 @@ describeEachProfile('groups pages', (profile) => {
       const rows = [...res.text.matchAll(/<tr data-testid="audit-row">([\s\S]*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
       expect(rows).to.have.length(6);
       const [update, remove, role, addB, addA, create] = rows;
-      expect(create).to.include('group.create').and.include(group.path).and.include(owner.username);
-      expect(addA).to.include('member.add').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
-      expect(addB).to.include('member.add').and.include(b.username);
-      expect(role).to.include('member.role').and.include(a.username).and.include('from: member, to: maintainer').and.include(owner.username);
-      expect(remove).to.include('member.remove').and.include(b.username);
-      expect(update).to.include('group.update').and.include('Audited');
+      expect(create).to.include('Group created').and.include(group.path).and.include(owner.username);
+      expect(addA).to.include('Member added').and.include(a.username).and.include('role: member').and.include('127.0.0.1');
+      expect(addB).to.include('Member added').and.include(b.username);
+      expect(role).to.include('Role changed').and.include(a.username).and.include('role: member → maintainer').and.include(owner.username);
+      expect(remove).to.include('Member removed').and.include(b.username).and.include('role was member');
+      // Only what changed, by the form's labels: the description and visibility stayed.
+      expect(update).to.include('Group settings changed').and.include(`(Name: ${group.name} → Audited)`);
+      expect(update).not.to.include('Description').and.not.to.include('Visibility');
     });
 
     it('shows the Developer placeholder with a New application link', async () => {

@@ -25,7 +25,8 @@ async function turnOn(browser: Browser): Promise<{ secret: string; codes: string
   await browser.submit(`${BASE}/setup`).expect(302, `${BASE}/setup`);
   const page = await browser.get(`${BASE}/setup`).expect(200);
   const secret = secretOn(page.text);
-  const done = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(200);
+  await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
+  const done = await browser.get(`${BASE}/recovery-codes`).expect(200);
   return { secret, codes: codesOn(done.text) };
 }
 
@@ -51,11 +52,14 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       // Reloading the set-up page keeps the same secret: the app scanned it already.
       expect(secretOn((await browser.get(`${BASE}/setup`).expect(200)).text)).to.equal(secret);
 
-      const done = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(200);
+      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
+      const done = await browser.get(`${BASE}/recovery-codes`).expect(200);
       const codes = codesOn(done.text);
       expect(codes).to.have.length(10);
       expect(new Set(codes).size).to.equal(10);
       expect(done.headers.get('cache-control')).to.include('no-store');
+      // Shown once: a reload (or Back) finds the page without them.
+      await browser.get(`${BASE}/recovery-codes`).expect(302, BASE);
 
       const on = await browser.get(BASE).expect(200);
       expect(on.text).to.include('On');
@@ -85,7 +89,7 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       const secret = secretOn((await browser.get(`${BASE}/setup`).expect(200)).text);
       const far = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, 2) }).expect(400);
       expect(fieldError(far.text, 'code')).to.match(/not right/);
-      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, -1) }).expect(200);
+      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, -1) }).expect(302);
     });
   });
 
@@ -96,8 +100,8 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       expect(fieldError(replayed.text, 'disable_code')).to.match(/not right|used already/);
 
       // Regenerating with a recovery code spends it; the old set stops working.
-      const regenerated = await browser.submit(`${BASE}/recovery-codes`, { code: codes[0]!.toUpperCase() }).expect(200);
-      const fresh = codesOn(regenerated.text);
+      await browser.submit(`${BASE}/recovery-codes`, { code: codes[0]!.toUpperCase() }).expect(302, `${BASE}/recovery-codes`);
+      const fresh = codesOn((await browser.get(`${BASE}/recovery-codes`).expect(200)).text);
       expect(fresh).to.have.length(10);
       const old = await browser.submit(`${BASE}/disable`, { code: codes[1]! }).expect(400);
       expect(fieldError(old.text, 'disable_code')).to.match(/not right/);
@@ -114,9 +118,9 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
   it('of 16 parallel uses of one recovery code exactly one is accepted', async () => {
     const { codes } = await turnOn(browser);
     const answers = await Promise.all(Array.from({ length: 16 }, () => browser.submit(`${BASE}/recovery-codes`, { code: codes[3]! })));
-    expect(answers.filter((a) => a.status === 200)).to.have.length(1);
+    expect(answers.filter((a) => a.status === 302)).to.have.length(1);
     // The others are wrong codes now, counted like wrong passwords: refused, or past the limit, 429.
-    expect(answers.filter((a) => a.status !== 200).map((a) => a.status)).to.satisfy((all: number[]) => all.every((s) => s === 400 || s === 429));
+    expect(answers.filter((a) => a.status !== 302).map((a) => a.status)).to.satisfy((all: number[]) => all.every((s) => s === 400 || s === 429));
   });
 
   it('refuses a post without the CSRF token, and sends a signed-out visitor to sign in', async () => {

@@ -42,3 +42,15 @@ function suggestPath(name) {
     .slice(0, 64)
     .replace(/[-.]+$/, '');
 }
+// A creating form (one with a one-time key) is sent once per click: a double click would send two
+// copies, and the page of the second would arrive instead of the first's (the server creates once).
+document.addEventListener('submit', (event) => {
+  const form = event.target;
+  if (event.defaultPrevented || !form.querySelector('input[name="_once"]')) return;
+  if (form.dataset.sent) event.preventDefault();
+  else form.dataset.sent = 'yes';
+});
+// Back to a form from the browser's cache: it may be sent again (the server recognises its key).
+window.addEventListener('pageshow', () => {
+  for (const form of document.querySelectorAll('form[data-sent]')) delete form.dataset.sent;
+});

@@ -5,6 +5,7 @@ import * as signOutUrls from './0004_sign_out_urls.js';
 import * as accountLinks from './0005_account_links.js';
 import * as sessions from './0006_sessions.js';
 import * as admin from './0007_admin.js';
+import * as submissionKeys from './0008_submission_keys.js';
 import * as publicClients from './0009_public_clients.js';
 import * as twoFactor from './0011_two_factor.js';
 
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '0005_account_links': accountLinks,
   '0006_sessions': sessions,
   '0007_admin': admin,
+  '0008_submission_keys': submissionKeys,
   '0009_public_clients': publicClients,
   '0011_two_factor': twoFactor,
 };

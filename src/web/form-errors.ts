@@ -1,0 +1,60 @@
+import { AppError, ConflictError, ValidationError, type FieldProblem } from '../errors.js';
+
+/**
+ * The labels of the forms' fields, by form and field name: the one place a field's name in words
+ * is written. `views/_field.ejs` shows them (a page passes its form's `labels`), and an error
+ * about a field starts with the same words ("Homepage URL must be an absolute http(s) URL"),
+ * whereas the API's messages name its own field names (homepageURL).
+ */
+export const LABELS = {
+  signup: { username: 'Username', email: 'Email', name: 'Name', password: 'Password' },
+  group: { name: 'Name', path: 'Path', description: 'Description', visibilityLevel: 'Visibility' },
+  app: {
+    name: 'Application name',
+    homepageURL: 'Homepage URL',
+    description: 'Description',
+    callbackURL: 'Authorization callback URL',
+    signOutRedirectURLs: 'Sign-out redirect URLs',
+    type: 'Application type',
+  },
+  token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration' },
+  profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },
+  password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
+  member: { user: 'Username or email', role: 'Role' },
+  deleteAccount: { password: 'Your password' },
+} as const satisfies Record<string, Record<string, string>>;
+
+export type Labels = Readonly<Record<string, string>>;
+
+/** Fields typed one item a line: an item's problem names its line. */
+const LINE_FIELDS = new Set(['signOutRedirectURLs']);
+
+/**
+ * The errors of a form submission as the page shows them, `{ formField: message }`: every bad
+ * field at once, each message in its label's words. `formField` renames a service's field to the
+ * form's (the token form's `expiration` is the service's `expiresInDays`). Undefined when the
+ * error is not about the form's fields: it then goes to the error page.
+ */
+export function formErrors(err: unknown, labels: Labels, formField: Readonly<Record<string, string>> = {}): Record<string, string> | undefined {
+  if (!(err instanceof AppError && err.field)) return undefined;
+  const problems: FieldProblem[] = err instanceof ValidationError || err instanceof ConflictError
+    ? err.problems
+    : [{ field: err.field, message: err.message }];
+  const errors: Record<string, string> = {};
+  for (const problem of problems) {
+    const field = formField[problem.field] ?? problem.field;
+    errors[field] ??= inWords(problem, labels[field]);
+  }
+  return errors;
+}
+
+function inWords(problem: FieldProblem, label: string | undefined): string {
+  if (!label || !problem.problem) return sentence(problem.message);
+  const line = problem.index !== undefined && LINE_FIELDS.has(problem.field) ? `, line ${problem.index + 1},` : '';
+  return `${label}${line} ${problem.problem}`;
+}
+
+/** A message that does not start with a label still starts as a sentence. */
+function sentence(message: string): string {
+  return message.charAt(0).toUpperCase() + message.slice(1);
+}
