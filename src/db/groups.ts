@@ -8,6 +8,8 @@ export interface GroupRow {
   path: string;
   description: string;
   visibility_level: 'private' | 'internal' | 'public';
+  /** Members need two-factor authentication on to use the group (a 0/1 integer on SQLite). */
+  require_two_factor: boolean | number;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -23,9 +25,16 @@ export interface MemberRow {
   email: string;
   role: Role;
   created_at: string | Date;
+  /** The member has two-factor authentication on. */
+  two_factor: boolean | number;
 }
 
-const GROUP_COLUMNS = ['g.id', 'g.name', 'g.path', 'g.description', 'g.visibility_level', 'g.created_at', 'g.updated_at'];
+const GROUP_COLUMNS = ['g.id', 'g.name', 'g.path', 'g.description', 'g.visibility_level', 'g.require_two_factor', 'g.created_at', 'g.updated_at'];
+
+/** Whether the user in column `userColumn` has two-factor authentication on, as a 0/1 column. */
+function hasTwoFactorColumn(db: Knex, userColumn: string, as: string) {
+  return db.raw(`case when exists (select 1 from user_totp t where t.user_id = ${userColumn} and t.confirmed_at is not null) then 1 else 0 end as ${as}`);
+}
 
 export function findGroupById(db: Knex, id: number): Promise<GroupRow | undefined> {
   return db('groups').where({ id }).first();
@@ -55,12 +64,13 @@ export async function insertGroup(
 export async function updateGroup(
   db: Knex,
   id: number,
-  fields: { name: string; description: string; visibilityLevel: string; at: string },
+  fields: { name: string; description: string; visibilityLevel: string; requireTwoFactor: boolean; at: string },
 ): Promise<void> {
   await db('groups').where({ id }).update({
     name: fields.name,
     description: fields.description,
     visibility_level: fields.visibilityLevel,
+    require_two_factor: fields.requireTwoFactor,
     updated_at: fields.at,
   });
 }
@@ -91,7 +101,7 @@ function groupsOfUser(db: Knex, userId: number, filter?: string) {
 function pageSql(postgres: boolean, filtered: boolean): string {
   const time = (column: string) => (postgres ? `(extract(epoch from g.${column}) * 1000)::float8` : `g.${column}`);
   return [
-    `select g.id, g.name, g.path, g.description, g.visibility_level,`,
+    `select g.id, g.name, g.path, g.description, g.visibility_level, g.require_two_factor,`,
     `${time('created_at')} as created_at, ${time('updated_at')} as updated_at, m.role, count(*) over () as total_count`,
     `from memberships m join "groups" g on g.id = m.group_id`,
     `where m.user_id = ?${filtered ? ` and (lower(g.name) like ? escape '\\' or g.path like ? escape '\\')` : ''}`,
@@ -122,6 +132,7 @@ function fromPageRow(row: PageRow): GroupWithRole {
     path: row.path,
     description: row.description,
     visibility_level: row.visibility_level,
+    require_two_factor: row.require_two_factor,
     created_at: timestamp(row.created_at),
     updated_at: timestamp(row.updated_at),
     role: row.role,
@@ -163,11 +174,11 @@ export async function findGroupAndRole(
   db: Knex,
   ref: { id: number } | { path: string },
   userId: number,
-): Promise<(GroupRow & { role: Role | null }) | undefined> {
+): Promise<(GroupRow & { role: Role | null; actor_two_factor: number }) | undefined> {
   return db('groups as g')
     .leftJoin('memberships as m', (on) => on.on('m.group_id', 'g.id').andOnVal('m.user_id', userId))
     .where('id' in ref ? { 'g.id': ref.id } : { 'g.path': ref.path.toLowerCase() })
-    .first([...GROUP_COLUMNS, 'm.role']);
+    .first([...GROUP_COLUMNS, 'm.role', hasTwoFactorColumn(db, 'm.user_id', 'actor_two_factor')]);
 }
 
 export function findRole(db: Knex, groupId: number, userId: number): Promise<Role | undefined> {
@@ -181,7 +192,7 @@ export function listMembers(db: Knex, groupId: number): Promise<MemberRow[]> {
   return db('memberships as m')
     .join('users as u', 'u.id', 'm.user_id')
     .where('m.group_id', groupId)
-    .select('m.user_id', 'u.username', 'u.name', 'u.email', 'm.role', 'm.created_at')
+    .select('m.user_id', 'u.username', 'u.name', 'u.email', 'm.role', 'm.created_at', hasTwoFactorColumn(db, 'm.user_id', 'two_factor'))
     .orderBy('u.username_key', 'asc');
 }
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
+import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../time.js';
 import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
@@ -10,6 +10,7 @@ import { canGroup, type GroupAction } from '../policies/group.js';
 import { auditActorId, changedFields, type Actor } from './context.js';
 import * as rules from './rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
+import { hasTwoFactor } from './two-factor.js';
 import type { Role } from '../vocabulary.js';
 
 export const newGroupSchema = z.object({
@@ -24,7 +25,16 @@ export const groupSettingsSchema = z.object({
   name: rules.name,
   description: rules.description,
   visibilityLevel: rules.visibilityLevel,
+  /** Left out: unchanged. */
+  requireTwoFactor: z.boolean().optional(),
 });
+
+/** A member of a group that requires two-factor authentication, without it: refused until they turn it on. */
+export class TwoFactorRequiredError extends AppError {
+  constructor(groupName: string) {
+    super(403, 'two_factor_required', `The group ${groupName} requires two-factor authentication. Turn it on in Account settings → Two-factor authentication to use the group.`);
+  }
+}
 
 /** How a route names a group: the API by id, the pages by path. */
 export type GroupRef = { id: number } | { path: string };
@@ -63,9 +73,10 @@ export async function accessGroup(
 ): Promise<GroupAccess> {
   const found = await groups.findGroupAndRole(db, ref, actor.userId);
   if (!found) throw new NotFoundError(NO_GROUP);
-  const { role, ...group } = found;
+  const { role, actor_two_factor: actorHasTwoFactor, ...group } = found;
   const access = { actor, group, role: role ?? undefined };
   requireGroupAction(access, action, outsiders);
+  if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
   return access;
 }
 
@@ -132,13 +143,18 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
   requireGroupAction(access, 'manage-settings');
   const { actor, group } = access;
   const data = rules.parse(groupSettingsSchema, input);
+  const requireTwoFactor = data.requireTwoFactor ?? Boolean(group.require_two_factor);
+  // The owner who turns it on must have it: else they would be refused their own group at once.
+  if (requireTwoFactor && !group.require_two_factor && !actor.admin && !(await hasTwoFactor(db, actor.userId))) {
+    throw new ValidationError('requireTwoFactor', 'requireTwoFactor needs two-factor authentication on your own account first (Account settings → Two-factor authentication)');
+  }
   const changes = changedFields(
-    { name: group.name, description: group.description, visibilityLevel: group.visibility_level },
-    { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel },
+    { name: group.name, description: group.description, visibilityLevel: group.visibility_level, requireTwoFactor: Boolean(group.require_two_factor) },
+    { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor },
   );
   await db.transaction(async (trx) => {
     const at = now();
-    await groups.updateGroup(trx, group.id, { ...data, at });
+    await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, at });
     await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
   });
 }

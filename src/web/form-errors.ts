@@ -8,7 +8,7 @@ import { AppError, ConflictError, ValidationError, type FieldProblem } from '../
  */
 export const LABELS = {
   signup: { username: 'Username', email: 'Email', name: 'Name', password: 'Password' },
-  group: { name: 'Name', path: 'Path', description: 'Description', visibilityLevel: 'Visibility' },
+  group: { name: 'Name', path: 'Path', description: 'Description', visibilityLevel: 'Visibility', requireTwoFactor: 'Require two-factor authentication' },
   app: {
     name: 'Application name',
     homepageURL: 'Homepage URL',

@@ -134,12 +134,12 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   });
 
   // Settings: General.
-  function renderGeneral(ctx: Ctx, group: GroupRow, extra: { values?: Record<string, string>; errors?: Record<string, string> } = {}, status = 200) {
+  function renderGeneral(ctx: Ctx, group: GroupRow, extra: { values?: Record<string, string | boolean>; errors?: Record<string, string> } = {}, status = 200) {
     render(ctx, 'groups/settings/general', {
       title: `Settings · ${group.name}`,
       group,
       tab: 'general',
-      values: extra.values ?? { name: group.name, description: group.description, visibilityLevel: group.visibility_level },
+      values: extra.values ?? { name: group.name, description: group.description, visibilityLevel: group.visibility_level, requireTwoFactor: Boolean(group.require_two_factor) },
       errors: extra.errors ?? {},
       labels: LABELS.group,
       visibilityLevels: VISIBILITY_LEVELS,
@@ -155,7 +155,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = accessOf(ctx);
     const { group } = access;
     const form = formFields(ctx);
-    const values = { name: form.name ?? '', description: form.description ?? '', visibilityLevel: form.visibilityLevel ?? '' };
+    const values = { name: form.name ?? '', description: form.description ?? '', visibilityLevel: form.visibilityLevel ?? '', requireTwoFactor: form.requireTwoFactor === 'on' };
     try {
       await updateGroupSettings(db, access, values);
       ctx.redirect(`${settingsUrl(group)}?notice=saved`);

@@ -13,6 +13,9 @@ import type { Knex } from 'knex';
  * `webauthn_credentials`: passkeys, by their credential id (base64url), with the public key,
  * the signature counter and a name the person chose.
  *
+ * `groups.require_two_factor`: the group's members must have two-factor authentication on to
+ * use its pages and API.
+ *
  * `webauthn_used_challenges`: the digest of every challenge a passkey answered, until it
  * expires: a challenge answers once, so a captured answer cannot be played again.
  */
@@ -49,9 +52,15 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('expires_at', { useTz: true }).notNullable();
     t.index(['expires_at'], 'webauthn_used_challenges_expires_idx');
   });
+  await knex.schema.alterTable('groups', (t) => {
+    t.boolean('require_two_factor').notNullable().defaultTo(false);
+  });
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('groups', (t) => {
+    t.dropColumn('require_two_factor');
+  });
   await knex.schema.dropTableIfExists('webauthn_used_challenges');
   await knex.schema.dropTableIfExists('webauthn_credentials');
   await knex.schema.dropTableIfExists('recovery_codes');
