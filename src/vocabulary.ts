@@ -70,3 +70,14 @@ export const TTL = {
   Session: 14 * DAY,
   Grant: 365 * DAY,
 } as const;
+
+/**
+ * Authentication context classes, the ID token's `acr` when a client asks (`acr_values`): "1" for
+ * one factor (a password, or a passkey that did not verify its user), "2" for two (a password
+ * and a code or passkey, or a passkey that verified its user: the methods' `amr` says `mfa`).
+ */
+export const ACR_VALUES = ['1', '2'] as const;
+
+export function acrOf(amr: readonly string[]): (typeof ACR_VALUES)[number] {
+  return amr.includes('mfa') ? '2' : '1';
+}

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { issueLink } from '../../src/services/account-links.js';
-import { startIdp } from '../../test/helpers/app.js';
-import { launchChromium, signInThroughPage } from '../../test/e2e/support.js';
+import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeGroup, makeUser } from '../../test/helpers/factories.js';
+import { takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const SIZES = [
@@ -31,38 +31,26 @@ async function eachSize(chromium: Browser, shoot: (page: Page, file: (name: stri
   }
 }
 
-async function main(): Promise<void> {
-  const idp = await startIdp('sqlite');
-  const chromium = await launchChromium();
-  try {
-    const db = idp.idp.db;
-    const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
-    await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
+takeScreenshots(async (idp, chromium) => {
+  const db = idp.idp.db;
+  const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
+  await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
 
-    await eachSize(chromium, async (page, file) => {
-      await page.goto(`${idp.url}/forgot-password`);
-      await page.getByLabel('Email').fill('ada@example.test');
-      await page.screenshot({ path: file('forgot-password') });
+  await eachSize(chromium, async (page, file) => {
+    await page.goto(`${idp.url}/forgot-password`);
+    await page.getByLabel('Email').fill('ada@example.test');
+    await page.screenshot({ path: file('forgot-password') });
 
-      await page.goto(await issueLink(db, idp.url, 'reset-password', ada));
-      await page.getByLabel('New password', { exact: true }).fill('short');
-      await page.getByLabel('New password again').fill('short');
-      await page.getByRole('button', { name: 'Set the new password' }).click();
-      await page.getByRole('alert').waitFor();
-      await page.screenshot({ path: file('reset-password'), fullPage: true });
+    await page.goto(await issueLink(db, idp.url, 'reset-password', ada));
+    await page.getByLabel('New password', { exact: true }).fill('short');
+    await page.getByLabel('New password again').fill('short');
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.screenshot({ path: file('reset-password'), fullPage: true });
 
-      await signInThroughPage(page, idp.url, ada);
-      await page.getByTestId('verify-banner').waitFor();
-      await page.screenshot({ path: file('verify-banner') });
-    });
-    console.log(`wrote forgot-password, reset-password and verify-banner (desktop and -phone) to ${OUT}`);
-  } finally {
-    await chromium.close();
-    await idp.stop();
-  }
-}
-
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
+    await signInThroughPage(page, idp.url, ada);
+    await page.getByTestId('verify-banner').waitFor();
+    await page.screenshot({ path: file('verify-banner') });
+  });
+  console.log(`wrote forgot-password, reset-password and verify-banner (desktop and -phone) to ${OUT}`);
 });

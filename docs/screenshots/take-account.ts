@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { startIdp } from '../../test/helpers/app.js';
-import { launchChromium, signInThroughPage } from '../../test/e2e/support.js';
+import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeGroup, makeUser } from '../../test/helpers/factories.js';
+import { takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const WIDTHS = { desktop: { width: 1200, height: 760 }, phone: { width: 390, height: 844 } };
@@ -24,37 +24,25 @@ async function signInElsewhere(chromium: Browser, base: string, user: { username
   await context.close();
 }
 
-async function main(): Promise<void> {
-  const idp = await startIdp('sqlite');
-  const chromium = await launchChromium();
-  try {
-    const ada = await makeUser(idp.idp.db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
-    await makeGroup(idp.idp.db, ada.id, { name: 'Analytical Engines', path: 'engines' });
-    await signInElsewhere(chromium, idp.url, ada, FIREFOX_ON_WINDOWS);
-    await signInElsewhere(chromium, idp.url, ada, SAFARI_ON_IPHONE);
+takeScreenshots(async (idp, chromium) => {
+  const ada = await makeUser(idp.idp.db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
+  await makeGroup(idp.idp.db, ada.id, { name: 'Analytical Engines', path: 'engines' });
+  await signInElsewhere(chromium, idp.url, ada, FIREFOX_ON_WINDOWS);
+  await signInElsewhere(chromium, idp.url, ada, SAFARI_ON_IPHONE);
 
-    for (const [name, viewport] of Object.entries(WIDTHS)) {
-      const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
-      const page = await context.newPage();
-      await signInThroughPage(page, idp.url, ada);
-      await page.goto(`${idp.url}/account/settings/sessions`);
-      await page.screenshot({ path: join(OUT, `sessions-${name}.png`), fullPage: true });
-      await page.goto(`${idp.url}/account/settings/delete`);
-      await page.getByLabel('Your password').fill(ada.password);
-      await page.getByRole('button', { name: 'Delete my account' }).click();
-      await page.getByTestId('last-owner').waitFor();
-      await page.screenshot({ path: join(OUT, `delete-account-${name}.png`), fullPage: true });
-      await page.getByRole('button', { name: 'Sign out' }).click();
-      await context.close();
-    }
-    console.log(`wrote sessions-{desktop,phone}.png and delete-account-{desktop,phone}.png to ${OUT}`);
-  } finally {
-    await chromium.close();
-    await idp.stop();
+  for (const [name, viewport] of Object.entries(WIDTHS)) {
+    const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
+    const page = await context.newPage();
+    await signInThroughPage(page, idp.url, ada);
+    await page.goto(`${idp.url}/account/settings/sessions`);
+    await page.screenshot({ path: join(OUT, `sessions-${name}.png`), fullPage: true });
+    await page.goto(`${idp.url}/account/settings/delete`);
+    await page.getByLabel('Your password').fill(ada.password);
+    await page.getByRole('button', { name: 'Delete my account' }).click();
+    await page.getByTestId('last-owner').waitFor();
+    await page.screenshot({ path: join(OUT, `delete-account-${name}.png`), fullPage: true });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await context.close();
   }
-}
-
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
+  console.log(`wrote sessions-{desktop,phone}.png and delete-account-{desktop,phone}.png to ${OUT}`);
 });

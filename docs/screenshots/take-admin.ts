@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { disableUser, setSiteAdmin } from '../../src/services/admin.js';
-import { startIdp } from '../../test/helpers/app.js';
-import { launchChromium, signInThroughPage } from '../../test/e2e/support.js';
+import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeUser } from '../../test/helpers/factories.js';
+import { takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const SIZES = [
@@ -28,39 +28,27 @@ const PEOPLE = [
   ['katherine', 'Katherine Johnson'],
 ] as const;
 
-async function main(): Promise<void> {
-  const idp = await startIdp('sqlite');
-  const chromium = await launchChromium();
-  try {
-    const db = idp.idp.db;
-    const users = [];
-    for (const [username, name] of PEOPLE) users.push(await makeUser(db, { username, email: `${username}@example.test`, name }));
-    // Verified addresses: no banner asking for it above the list.
-    await db('users').update({ email_verified_at: new Date().toISOString() });
-    const ada = users[0]!;
-    await setSiteAdmin(db, CLI, ada, true);
-    await disableUser({ db, provider: idp.idp.provider }, CLI, users.find((u) => u.username === 'mallory')!);
+takeScreenshots(async (idp, chromium) => {
+  const db = idp.idp.db;
+  const users = [];
+  for (const [username, name] of PEOPLE) users.push(await makeUser(db, { username, email: `${username}@example.test`, name }));
+  // Verified addresses: no banner asking for it above the list.
+  await db('users').update({ email_verified_at: new Date().toISOString() });
+  const ada = users[0]!;
+  await setSiteAdmin(db, CLI, ada, true);
+  await disableUser({ db, provider: idp.idp.provider }, CLI, users.find((u) => u.username === 'mallory')!);
 
-    for (const { file, viewport } of SIZES) {
-      const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
-      try {
-        const page = await context.newPage();
-        await signInThroughPage(page, idp.url, ada);
-        await page.getByRole('link', { name: 'Admin', exact: true }).click();
-        await page.getByTestId('user-row').first().waitFor();
-        await page.screenshot({ path: join(OUT, file), fullPage: true });
-      } finally {
-        await context.close();
-      }
+  for (const { file, viewport } of SIZES) {
+    const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
+    try {
+      const page = await context.newPage();
+      await signInThroughPage(page, idp.url, ada);
+      await page.getByRole('link', { name: 'Admin', exact: true }).click();
+      await page.getByTestId('user-row').first().waitFor();
+      await page.screenshot({ path: join(OUT, file), fullPage: true });
+    } finally {
+      await context.close();
     }
-    console.log(`wrote ${SIZES.map((s) => s.file).join(', ')} to ${OUT}`);
-  } finally {
-    await chromium.close();
-    await idp.stop();
   }
-}
-
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
+  console.log(`wrote ${SIZES.map((s) => s.file).join(', ')} to ${OUT}`);
 });

@@ -10,65 +10,53 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addMember } from '../../src/services/groups.js';
-import { startIdp } from '../../test/helpers/app.js';
-import { launchChromium, signInThroughPage } from '../../test/e2e/support.js';
+import { signInThroughPage } from '../../test/e2e/support.js';
 import { groupAccess, makeApp, makeGroup, makeUser } from '../../test/helpers/factories.js';
 import { oauthTokens } from '../../test/helpers/oauth.js';
+import { takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1200, height: 800 };
 
-async function main(): Promise<void> {
-  const idp = await startIdp('sqlite');
-  const chromium = await launchChromium();
+takeScreenshots(async (idp, chromium) => {
   const written: string[] = [];
-  try {
-    const db = idp.idp.db;
-    const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
-    const group = await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
-    const access = await groupAccess(db, ada.id, group.id);
-    for (const [username, name] of [['charles', 'Charles Babbage'], ['mary', 'Mary Somerville']] as const) {
-      await addMember(db, access, { user: (await makeUser(db, { username, email: `${username}@example.test`, name })).username, role: 'member' });
-    }
-    const loom = await makeApp(db, ada.id, group.id, { name: 'Loom Scheduler', callbackURL: 'http://127.0.0.1:9999/callback' });
-    for (const username of ['charles', 'mary']) {
-      await oauthTokens(idp.url, { clientId: loom.clientId, clientSecret: loom.clientSecret, redirectUri: 'http://127.0.0.1:9999/callback' }, { username, password: 'correct horse battery' });
-    }
-    const phoneApp = await makeApp(db, ada.id, group.id, { name: 'Engine Companion (iOS)', type: 'public' });
-    const long = await makeGroup(db, ada.id, { name: `Supercalifragilistic${'expialidocious'.repeat(5)}`, path: 'long-name' });
-    await db('groups').where({ id: long.id }).update({ description: `https://example.test/${'a-very-long-unbroken-path-'.repeat(8)}` });
-    // Verified addresses: no banner asking for it above the pages.
-    await db('users').update({ email_verified_at: new Date().toISOString() });
-
-    const shoot = async (file: string, options: { viewport: { width: number; height: number }; colorScheme?: 'dark' }, path: string, fullPage = true) => {
-      const context = await chromium.newContext({ viewport: options.viewport, colorScheme: options.colorScheme, deviceScaleFactor: 1 });
-      try {
-        const page = await context.newPage();
-        await signInThroughPage(page, idp.url, ada);
-        await page.goto(`${idp.url}${path}`);
-        await page.waitForLoadState('networkidle');
-        await page.screenshot({ path: join(OUT, file), fullPage });
-        written.push(file);
-      } finally {
-        await context.close();
-      }
-    };
-    const appPage = (clientId: string) => `/groups/engines/settings/developer/apps/${clientId}`;
-    await shoot('members-phone.png', { viewport: PHONE }, '/groups/engines/settings/members');
-    await shoot('long-name-phone.png', { viewport: PHONE }, '/groups/long-name');
-    await shoot('application-dark.png', { viewport: DESKTOP, colorScheme: 'dark' }, appPage(loom.clientId));
-    await shoot('public-application.png', { viewport: DESKTOP }, appPage(phoneApp.clientId));
-    await shoot('delete-group.png', { viewport: DESKTOP }, '/groups/engines/settings/delete');
-    await shoot('api-docs.png', { viewport: DESKTOP }, '/apis/v2/docs', false);
-    console.log(`wrote ${written.join(', ')} to ${OUT}`);
-  } finally {
-    await chromium.close();
-    await idp.stop();
+  const db = idp.idp.db;
+  const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
+  const group = await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
+  const access = await groupAccess(db, ada.id, group.id);
+  for (const [username, name] of [['charles', 'Charles Babbage'], ['mary', 'Mary Somerville']] as const) {
+    await addMember(db, access, { user: (await makeUser(db, { username, email: `${username}@example.test`, name })).username, role: 'member' });
   }
-}
+  const loom = await makeApp(db, ada.id, group.id, { name: 'Loom Scheduler', callbackURL: 'http://127.0.0.1:9999/callback' });
+  for (const username of ['charles', 'mary']) {
+    await oauthTokens(idp.url, { clientId: loom.clientId, clientSecret: loom.clientSecret, redirectUri: 'http://127.0.0.1:9999/callback' }, { username, password: 'correct horse battery' });
+  }
+  const phoneApp = await makeApp(db, ada.id, group.id, { name: 'Engine Companion (iOS)', type: 'public' });
+  const long = await makeGroup(db, ada.id, { name: `Supercalifragilistic${'expialidocious'.repeat(5)}`, path: 'long-name' });
+  await db('groups').where({ id: long.id }).update({ description: `https://example.test/${'a-very-long-unbroken-path-'.repeat(8)}` });
+  // Verified addresses: no banner asking for it above the pages.
+  await db('users').update({ email_verified_at: new Date().toISOString() });
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
+  const shoot = async (file: string, options: { viewport: { width: number; height: number }; colorScheme?: 'dark' }, path: string, fullPage = true) => {
+    const context = await chromium.newContext({ viewport: options.viewport, colorScheme: options.colorScheme, deviceScaleFactor: 1 });
+    try {
+      const page = await context.newPage();
+      await signInThroughPage(page, idp.url, ada);
+      await page.goto(`${idp.url}${path}`);
+      await page.waitForLoadState('networkidle');
+      await page.screenshot({ path: join(OUT, file), fullPage });
+      written.push(file);
+    } finally {
+      await context.close();
+    }
+  };
+  const appPage = (clientId: string) => `/groups/engines/settings/developer/apps/${clientId}`;
+  await shoot('members-phone.png', { viewport: PHONE }, '/groups/engines/settings/members');
+  await shoot('long-name-phone.png', { viewport: PHONE }, '/groups/long-name');
+  await shoot('application-dark.png', { viewport: DESKTOP, colorScheme: 'dark' }, appPage(loom.clientId));
+  await shoot('public-application.png', { viewport: DESKTOP }, appPage(phoneApp.clientId));
+  await shoot('delete-group.png', { viewport: DESKTOP }, '/groups/engines/settings/delete');
+  await shoot('api-docs.png', { viewport: DESKTOP }, '/apis/v2/docs', false);
+  console.log(`wrote ${written.join(', ')} to ${OUT}`);
 });

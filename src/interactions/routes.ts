@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
-import { isScope, SCOPES, splitScopes } from '../vocabulary.js';
+import { acrOf, isScope, SCOPES, splitScopes } from '../vocabulary.js';
 import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
 import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
@@ -15,6 +15,11 @@ import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';
 import { amrOf, SecondFactorStep } from '../web/second-factor.js';
 import { allowFormActionTo } from '../edge/security-headers.js';
+
+/** The flow's sign-in result: who, how (`amr`), and the class that makes (`acr`, given when asked). */
+function signedIn(userId: number, amr: string[]) {
+  return { login: { accountId: String(userId), amr, acr: acrOf(amr) } };
+}
 
 /** The flow's second-step page: the code and a passkey's answer post within the flow. */
 function flowPage(uid: string) {
@@ -108,7 +113,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     if (!user) return;
     if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
     ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(user.id), amr: amrOf() } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(ctx.req, ctx.res, signedIn(user.id, amrOf()), { mergeWithLastSubmission: false });
   });
 
   router.get('/two-factor', async (ctx) => {
@@ -125,7 +130,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     if (passed === 'failed') return;
     if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
     ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(passed.user.id), amr: passed.amr } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(ctx.req, ctx.res, signedIn(passed.user.id, passed.amr), { mergeWithLastSubmission: false });
   });
 
   router.post('/confirm', async (ctx) => {
@@ -158,14 +163,14 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a passkey');
     const place = { flow: interaction.uid };
     const waiting = await passkeys.secondFactor.waiting(ctx, place);
-    const signedIn = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status) =>
+    const answered = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status) =>
       waiting
         ? passkeys.secondFactor.renderChallenge(ctx, flowPage(interaction.uid), message, status)
         : loginPage(interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
     );
-    if (!signedIn) return;
+    if (!answered) return;
     ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: String(signedIn.user.id), amr: signedIn.amr } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(ctx.req, ctx.res, signedIn(answered.user.id, answered.amr), { mergeWithLastSubmission: false });
   });
 
   // "Not you?": signs this browser out and asks the same authorization request again, so the

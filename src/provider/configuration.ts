@@ -3,7 +3,7 @@ import { errors, interactionPolicy, type Adapter, type Configuration, type Error
 import type { Config } from '../config.js';
 import { cookieNames } from '../cookie-names.js';
 import { findUserGrant } from '../db/grants.js';
-import { SCOPES, TTL } from '../vocabulary.js';
+import { ACR_VALUES, SCOPES, TTL } from '../vocabulary.js';
 import { findAccount, type IdpAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
@@ -50,8 +50,11 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // Accounts are rows of the users table (accounts.ts).
     findAccount: (_ctx, sub) => findAccount(db, sub),
     // The claims each OpenID Connect scope releases, in the ID token and at userinfo alike.
-    // The ID token's `amr` says how the person signed in (pwd; otp and mfa with two-factor).
+    // The ID token's `amr` says how the person signed in (pwd; otp and mfa with two-factor);
+    // `acr` (one factor "1", two "2") is released when a client asks with acr_values.
+    acrValues: [...ACR_VALUES],
     claims: {
+      acr: null,
       openid: ['sub', 'amr'],
       profile: ['preferred_username', 'name'],
       email: ['email', 'email_verified'],

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { SessionIndex } from '../services/sessions.js';
-import { TTL } from '../vocabulary.js';
+import { acrOf, TTL } from '../vocabulary.js';
 
 /**
  * The site's sign-in is oidc-provider's own session: signing in on the site means the
@@ -54,14 +54,14 @@ export class SiteSessions {
 
   /**
    * A new session (new id) on every sign-in: no session fixation, no grants of a previous user.
-   * `amr` says how the person signed in; ID tokens of the session carry it.
+   * `amr` says how the person signed in; ID tokens of the session carry it (and `acr`, when asked).
    */
   async signIn(ctx: Context, userId: number, amr: string[] = ['pwd']): Promise<void> {
     this.read.delete(ctx);
     const previous = (await this.provider.Session.get(ctx as never)) as StoredSession;
     if (!previous.new) await this.destroy(previous);
     const session = new this.provider.Session() as StoredSession;
-    session.loginAccount({ accountId: String(userId), amr });
+    session.loginAccount({ accountId: String(userId), amr, acr: acrOf(amr) });
     await session.save(TTL.Session);
     await this.seen(ctx, session);
     this.cookies(ctx).set(this.provider.cookieName('session'), session.id, {

@@ -115,7 +115,7 @@ describeEachProfile('API OpenAPI document', (profile) => {
     expect(validate({ data: { id: 1, username: 'u', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
     expect(validate({ data: { id: '1', username: 'u', name: 'n' } }), 'a string id').to.equal(false);
     const group = ajv.compile(inlineRefs(doc.components.schemas.Group, doc) as Json);
-    const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
+    const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', requireTwoFactor: false, createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
     expect(group(valid)).to.equal(true);
     expect(group({ ...valid, createdAt: 'yesterday' }), 'a date-time that is not one').to.equal(false);
   });

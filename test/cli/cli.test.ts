@@ -64,7 +64,7 @@ describeEachProfile('idp CLI', (profile) => {
     const group = json(
       await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
     );
-    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'createdAt', 'updatedAt');
+    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'requireTwoFactor', 'createdAt', 'updatedAt');
     expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
     expect(group.createdAt).to.match(ISO_TIME);
     const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');

@@ -99,19 +99,21 @@ describeEachProfile('Sign-in with two-factor authentication', (profile) => {
     expect(last).to.equal(429);
   });
 
-  it('in the authorization flow asks for the code after the password, and the ID token says how (amr) as openid-client reads it', async () => {
+  it('in the authorization flow asks for the code after the password, and the ID token says how (amr, and acr when asked) as openid-client reads it', async () => {
     const app = await makeClient(idp.db, { redirectUri: REDIRECT_URI, user });
     const config = await client.discovery(new URL(idp.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });
     const verifier = client.randomPKCECodeVerifier();
     const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', nonce, state: 's' });
-    const extra = Object.fromEntries([...url.searchParams].filter(([k]) => ['code_challenge', 'code_challenge_method', 'nonce'].includes(k)));
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', nonce, state: 's', acr_values: '2' });
+    const extra = Object.fromEntries([...url.searchParams].filter(([k]) => ['code_challenge', 'code_challenge_method', 'nonce', 'acr_values'].includes(k)));
     const callback = await atMidStep(
       () => authorize(new Browser(idp.url), { clientId: app.clientId, redirectUri: REDIRECT_URI, scope: 'openid', extra, state: 's' }, user, () => codeFor(secret)),
       1,
     );
     const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedNonce: nonce, expectedState: 's' });
     expect(tokens.claims()!.amr).to.deep.equal(['pwd', 'otp', 'mfa']);
+    // Asked for with acr_values: two factors were used.
+    expect(tokens.claims()!.acr).to.equal('2');
   });
 
   it('in the authorization flow, a password alone reaches neither consent nor the callback', async () => {
