@@ -16,6 +16,9 @@ import type { Config } from './config.js';
 import { createDb, migrateLatest, ping } from './db/knex.js';
 import { pruneRateLimits } from './db/rate-limits.js';
 import type { Logger } from './log.js';
+import { countProviderTokens, noMetrics, PrometheusMetrics, serveMetrics, type MetricsListener } from './metrics.js';
+import { isStorageOutage, outageStore } from './storage.js';
+import { requestMetrics } from './edge/request-metrics.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
@@ -57,6 +60,8 @@ export interface Idp {
   db: Knex;
   redis: Redis | undefined;
   provider: Provider;
+  /** Where GET /metrics answers, when METRICS_PORT is set. */
+  metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -109,10 +114,15 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const keys = await loadOrCreateKeys(db, config.keysSecret, cipher);
   const secure = config.issuer.startsWith('https://');
 
-  const onFault = (err: unknown, ctx?: Context) =>
+  // Counted only when something can read them: without METRICS_PORT, counting costs nothing.
+  const prometheus = config.metrics ? new PrometheusMetrics() : undefined;
+  const metrics = prometheus ?? noMetrics;
+  const onFault = (err: unknown, ctx?: Context) => {
+    if (isStorageOutage(err)) metrics.storageError(outageStore(err));
     (ctx?.state.log ?? logger).error({ err }, 'unexpected error');
+  };
 
-  const limits = new Limits(config, db, redis, options.redisKeyPrefix);
+  const limits = new Limits(config, db, redis, options.redisKeyPrefix, metrics);
   const sessionsSeen = sessionIndex(db, (err) => logger.warn({ err }, 'recording a session failed'));
   const provider = createProvider({
     config,
@@ -129,11 +139,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     },
     onError: (err) => onFault(err),
   });
+  if (prometheus) countProviderTokens(provider, metrics);
 
   const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
+  prometheus?.watchKdf(() => kdf.load());
   const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
-  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger };
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger, metrics };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -143,6 +155,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   providerUrlsFromIssuer(provider);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
   app.keys = keys.cookieKeys;
+  if (prometheus) app.use(requestMetrics(metrics));
   app.use(keepConnectionUsable);
   app.use(requestLog(logger));
   app.use(issuerHostOnly(config.issuer));
@@ -150,7 +163,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   app.use(clientAddress);
   app.use(refuseControlCharacters);
   // Before every route: under a flood of sign-ins, a refusal costs as little as an answer can.
-  app.use(refuseHashingWhenBusy(kdf));
+  app.use(refuseHashingWhenBusy(kdf, metrics));
 
   const system = new Router();
   system.get('/healthz', (ctx) => {
@@ -211,20 +224,26 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
   }, 10 * 60 * 1000).unref();
 
-  return {
-    app,
-    db,
-    redis,
-    provider,
-    async close() {
-      if (pruner) clearInterval(pruner);
-      clearInterval(sessionPruner);
-      await kdf.close();
-      mailer.close();
-      redis?.disconnect();
-      await db.destroy();
-    },
+  let metricsListener: MetricsListener | undefined;
+  const close = async () => {
+    await metricsListener?.close();
+    if (pruner) clearInterval(pruner);
+    clearInterval(sessionPruner);
+    await kdf.close();
+    mailer.close();
+    redis?.disconnect();
+    await db.destroy();
   };
+  // Its own listener, never the public port: GET /metrics on the issuer is a 404 like any unknown path.
+  if (prometheus && config.metrics) {
+    metricsListener = await serveMetrics(prometheus, config.metrics.host, config.metrics.port).catch(async (err: unknown) => {
+      await close();
+      throw err;
+    });
+    logger.info({ url: metricsListener.url }, 'metrics listener started');
+  }
+
+  return { app, db, redis, provider, metricsUrl: metricsListener?.url, close };
 }
 
 /**

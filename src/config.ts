@@ -46,6 +46,9 @@ const schema = z
     MAIL_FROM: z.string().min(3).max(200).optional(),
     MAIL_DIR: z.string().min(1).default('./data/mail'),
     REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
+    // Unset: no metrics listener. 0: a free port the system picks (logged at start).
+    METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -56,6 +59,9 @@ const schema = z
     }
     if (env.NODE_ENV === 'production' && !env.KEYS_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['KEYS_SECRET'], message: 'must be set when NODE_ENV=production (it encrypts the signing and cookie keys at rest)' });
+    }
+    if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT: metrics are served on a listener of their own, never on the public port' });
     }
   });
 
@@ -129,6 +135,8 @@ export interface Config {
   mail: { smtpUrl: string | undefined; from: string; dir: string };
   /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
   requireVerifiedEmail: boolean;
+  /** Where GET /metrics (Prometheus) listens; undefined: nowhere. */
+  metrics: { host: string; port: number } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -181,6 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dir: e.MAIL_DIR,
     },
     requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
+    metrics: e.METRICS_PORT === undefined ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
   };
 }
 
@@ -197,6 +206,7 @@ function masked(value: string): string {
 
 const RANGES: Record<string, string> = {
   PORT: 'must be a port number from 0 to 65535',
+  METRICS_PORT: 'must be a port number from 0 to 65535',
   TRUST_PROXY: 'must be a number of proxy hops from 0 to 10',
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',

@@ -32,3 +32,16 @@ export function isValueError(err: unknown): boolean {
 }
 
 export const VALUE_ERROR_MESSAGE = 'a value in the request is out of range, too long or not allowed';
+
+/**
+ * Which store an outage came from, for the storage-error metric: ioredis's own failures (a
+ * command given up after its retries, a closed or unwritable connection, a command timeout) are
+ * Redis's; everything else is the SQL database's (knex, pg, SQLite).
+ */
+export function outageStore(err: unknown): 'database' | 'redis' {
+  const e = err as { name?: string; message?: string; errors?: unknown[] } | undefined;
+  if (e?.name === 'MaxRetriesPerRequestError' || e?.name === 'ReplyError' || e?.name === 'ClusterAllFailedError') return 'redis';
+  if (typeof e?.message === 'string' && /Connection is closed|Stream isn't writeable|Command timed out|None of (the )?sentinels|refresh slots cache/.test(e.message)) return 'redis';
+  if (Array.isArray(e?.errors) && e.errors.some((inner) => outageStore(inner) === 'redis')) return 'redis';
+  return 'database';
+}

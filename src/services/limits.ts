@@ -11,6 +11,7 @@ import {
 import type { Config, RateLimit } from '../config.js';
 import { RATE_LIMITS_TABLE } from '../db/rate-limits.js';
 import { inWords, RetryLaterError } from '../errors.js';
+import { noMetrics, type Metrics } from '../metrics.js';
 
 /**
  * The abuse limits, with rate-limiter-flexible. Counters live where every instance sees them:
@@ -113,7 +114,8 @@ export class Limits {
   private readonly resetEmail?: Counter;
   private readonly resetIp?: Counter;
 
-  constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:') {
+  /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
+  constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
     const store = storeOf(config, db, redis, redisKeyPrefix);
     const limits = config.rateLimits;
     const make = (name: string, limit: RateLimit) => store({ keyPrefix: name, points: limit.points, duration: limit.durationS });
@@ -156,12 +158,12 @@ export class Limits {
       this.signinAccount?.failures.get(attempt.account),
     ]);
     attempt.pairCount = pair?.res.consumedPoints ?? 0;
-    for (const taken of [pair, address]) {
-      if (taken && !taken.allowed) throw tooManySignIns(retryAfterS(taken.res));
+    for (const [name, taken] of [['signin-account-ip', pair], ['signin-ip', address]] as const) {
+      if (taken && !taken.allowed) throw this.refused(name, tooManySignIns(retryAfterS(taken.res)));
     }
     if (this.signinAccount && failures && failures.consumedPoints >= this.signinAccount.points) {
       const slow = await consume(this.signinAccount.slow, attempt.account);
-      if (!slow.allowed) throw tooManySignIns(retryAfterS(slow.res));
+      if (!slow.allowed) throw this.refused('signin-account', tooManySignIns(retryAfterS(slow.res)));
     }
     return attempt;
   }
@@ -203,7 +205,7 @@ export class Limits {
     const taken = await consume(this.signup.limiter, key(ip));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
-      throw new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds);
+      throw this.refused('signup-ip', new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds));
     }
   }
 
@@ -216,7 +218,7 @@ export class Limits {
   async takeVerificationMail(userId: number): Promise<void> {
     if (!this.verifyEmail) return;
     const taken = await consume(this.verifyEmail.limiter, key(`user:${userId}`));
-    if (!taken.allowed) throw tooManyMails(retryAfterS(taken.res));
+    if (!taken.allowed) throw this.refused('verify-email', tooManyMails(retryAfterS(taken.res)));
   }
 
   /**
@@ -230,12 +232,14 @@ export class Limits {
       this.resetIp ? consume(this.resetIp.limiter, key(ip)) : undefined,
     ]);
     const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
-    if (refused.length) throw tooManyMails(Math.max(...refused));
+    if (refused.length) throw this.refused(taken[0]?.allowed === false ? 'reset-email' : 'reset-ip', tooManyMails(Math.max(...refused)));
   }
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */
   async clientAuthBlockedFor(clientId: string): Promise<number> {
-    return this.clientAuth ? exhaustedFor(this.clientAuth, key(clientId)) : 0;
+    const seconds = this.clientAuth ? await exhaustedFor(this.clientAuth, key(clientId)) : 0;
+    if (seconds) this.metrics.rateLimited('client-auth');
+    return seconds;
   }
 
   async clientAuthFailed(clientId: string): Promise<void> {
@@ -246,6 +250,7 @@ export class Limits {
   async apiRequest(tokenDigest: string): Promise<ApiVerdict | undefined> {
     if (!this.apiToken) return undefined;
     const { allowed, res } = await consume(this.apiToken.limiter, tokenDigest);
+    if (!allowed) this.metrics.rateLimited('api-token');
     const limit = this.apiToken.points;
     const used = Math.min(res.consumedPoints, limit);
     return {
@@ -253,5 +258,11 @@ export class Limits {
       allowance: { limit, used, remaining: Math.max(0, limit - used), resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000) },
       retryAfterS: retryAfterS(res),
     };
+  }
+
+  /** Counts a refusal by `limit` and gives back the error to throw. */
+  private refused(limit: string, err: RetryLaterError): RetryLaterError {
+    this.metrics.rateLimited(limit);
+    return err;
   }
 }

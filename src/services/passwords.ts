@@ -98,6 +98,8 @@ export function decoyHash(): Promise<string> {
 export interface KdfQueue {
   /** Whether a hash asked for now would be refused (every slot busy, the queue full). */
   full(): boolean;
+  /** Hashes running now and waiting their turn (for the metrics). */
+  load(): { running: number; waiting: number };
   hash(password: string): Promise<string>;
   verify(password: string, stored: string): Promise<boolean>;
   close(): Promise<void>;
@@ -129,6 +131,7 @@ export function kdfQueue(bound: { concurrency: number; queue: number }, options:
   };
   return {
     full,
+    load: () => ({ running: limit.activeCount, waiting: limit.pendingCount }),
     hash: (password) => run({ op: 'hash', password }, () => hashPassword(password)),
     verify: (password, stored) => run({ op: 'verify', password, stored }, () => verifyPassword(password, stored)),
     close: async () => {

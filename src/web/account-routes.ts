@@ -104,10 +104,13 @@ export async function signInOrExplain(
 ): Promise<UserRow | undefined> {
   try {
     const user = await signIn(deps, { login: form.login ?? '', password: form.password ?? '', ip: ctx.ip });
+    // A right password is counted once the second step is known (SecondFactorStep.needed).
     if (user) return user;
+    deps.metrics.signIn('wrong_password');
     render(ctx, 'login', { ...page, errors: { login: 'Incorrect username, email or password.' } }, 401);
   } catch (err) {
     if (!(err instanceof RetryLaterError || err instanceof AccountDisabledError)) throw err;
+    deps.metrics.signIn(err instanceof AccountDisabledError ? 'disabled' : err.status === 429 ? 'rate_limited' : 'busy');
     if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
     render(ctx, 'login', { ...page, errors: { login: err.message } }, err.status);
   }

@@ -1,4 +1,5 @@
 import type { Context, Next } from 'koa';
+import { noMetrics, type Metrics } from '../metrics.js';
 import { kdfBusy, type KdfQueue } from '../services/passwords.js';
 import { renderPage } from './render.js';
 
@@ -12,11 +13,12 @@ const HASHING_FORMS = /^\/(login|signup|reset-password|interaction\/[^/]+\/login
  * answer can, so the flood takes little from token exchanges and API calls. (When the queue fills
  * between this check and the hash, the form's own handler gives the same answer on its page.)
  */
-export function refuseHashingWhenBusy(kdf: KdfQueue) {
+export function refuseHashingWhenBusy(kdf: KdfQueue, metrics: Pick<Metrics, 'signIn'> = noMetrics) {
   let page: string | undefined;
   return async function busyHashing(ctx: Context, next: Next): Promise<void> {
     if (ctx.method !== 'POST' || !HASHING_FORMS.test(ctx.path) || !kdf.full()) return next();
     const busy = kdfBusy();
+    if (ctx.path !== '/signup' && ctx.path !== '/reset-password') metrics.signIn('busy');
     page ??= renderPage('error', { title: 'Temporarily unavailable', message: busy.message, status: 503 });
     ctx.status = 503;
     ctx.type = 'html';

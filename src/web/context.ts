@@ -7,6 +7,7 @@ import { UnauthenticatedError } from '../errors.js';
 import type { Actor } from '../services/context.js';
 import type { KeyCipher } from '../key-encryption.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { Limits } from '../services/limits.js';
 import type { Mailer } from '../services/mail.js';
 import type { KdfQueue } from '../services/passwords.js';
@@ -25,6 +26,8 @@ export interface WebDeps {
   cipher: KeyCipher | undefined;
   /** For work that outlives its request (mail sent in the background). */
   log: Logger;
+  /** Sign-in outcomes and personal access tokens issued are counted here. */
+  metrics: Metrics;
 }
 
 /** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */

@@ -38,8 +38,10 @@ export class PasskeyChallenges {
   private readonly cookie: SignedCookie;
   readonly passkeys: PasskeyDeps;
   readonly secondFactor: SecondFactorStep;
+  private readonly metrics: WebDeps['metrics'];
 
   constructor(deps: WebDeps) {
+    this.metrics = deps.metrics;
     const secure = deps.config.issuer.startsWith('https://');
     this.cookie = new SignedCookie(cookieNames(secure).passkey, CHALLENGE_MS, secure);
     this.passkeys = { db: deps.db, issuer: deps.config.issuer };
@@ -73,9 +75,11 @@ export class PasskeyChallenges {
     try {
       const { user, userVerified } = await checkPasskey(this.passkeys, { response, challenge: given.challenge, userId: given.userId });
       if (waiting) this.secondFactor.forget(ctx);
+      this.metrics.signIn('success');
       return { user, amr: passkeyAmr(userVerified, Boolean(waiting)) };
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
+      this.metrics.signIn(waiting ? 'second_factor_failed' : 'passkey_failed');
       await onFailure(err.message, err.status);
       return undefined;
     }

@@ -53,8 +53,12 @@ export class SecondFactorStep {
    * true; the caller then sends the browser to the page asking for the code. False: sign in now.
    */
   async needed(ctx: Context, user: UserRow, place: SignInPlace): Promise<boolean> {
-    if (!(await hasTwoFactor(this.deps.db, user.id))) return false;
+    if (!(await hasTwoFactor(this.deps.db, user.id))) {
+      this.deps.metrics.signIn('success');
+      return false;
+    }
     this.cookie.set(ctx, [String(user.id), this.bound(place)]);
+    this.deps.metrics.signIn('second_factor_needed');
     return true;
   }
 
@@ -95,9 +99,11 @@ export class SecondFactorStep {
     try {
       const factor = await verifySecondFactor(this.deps, user, code, ctx.ip);
       this.forget(ctx);
+      this.deps.metrics.signIn('success');
       return { user, amr: amrOf(factor) };
     } catch (err) {
       if (!(err instanceof AppError && (err.field === 'code' || err instanceof RetryLaterError))) throw err;
+      this.deps.metrics.signIn(err instanceof RetryLaterError ? 'rate_limited' : 'second_factor_failed');
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
       await this.renderChallenge(ctx, page, err.message, err.status);
       return 'failed';

@@ -152,7 +152,10 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       const outcome = await createOnce(db, () => createAccessToken(db, user.id, newTokenInput(form), submissionOf(ctx, 'token')));
       // The token goes to the next page in the one-time flash: the database keeps a digest, and nothing puts it in a URL.
-      if ('created' in outcome) flashBox(ctx).put({ for: TOKEN_FLASH, secret: outcome.created.token, name: outcome.created.row.name });
+      if ('created' in outcome) {
+        deps.metrics.tokenIssued('personal_access_token');
+        flashBox(ctx).put({ for: TOKEN_FLASH, secret: outcome.created.token, name: outcome.created.row.name });
+      }
       ctx.redirect(`${BASE}/tokens?notice=${'created' in outcome ? 'token-created' : 'token-repeated'}`);
     } catch (err) {
       const errors = formErrors(err, LABELS.token, FORM_FIELDS);

@@ -50,6 +50,8 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
     url: config.issuer,
     /** Where the server listens, whatever the issuer says. */
     local,
+    /** GET /metrics on the metrics listener, when `env` sets METRICS_PORT (0: a free port). */
+    metricsUrl: idp.metricsUrl,
     async stop() {
       await close();
       const keys = idp.redis?.status === 'ready' ? await idp.redis.keys(`${keyPrefix}*`) : [];

@@ -1,0 +1,224 @@
+import type { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * What the service counts for Prometheus (prom-client), served on a listener of its own
+ * (`METRICS_PORT`, loopback by default), never on the public port. Every label takes values from a
+ * short fixed list (a route pattern, a status code, a kind, an outcome, a limit's name): never a
+ * token, a user, a client id or a raw path, so a scrape tells nothing secret and its size stays
+ * bounded. Counting is a counter increment or a histogram observation, nothing asynchronous; the
+ * hashing queue's gauges are read only when scraped.
+ */
+
+/** Tokens the service hands out: oidc-provider's three models, and personal access tokens (`ha_`). */
+export type TokenKind = 'access_token' | 'refresh_token' | 'authorization_code' | 'personal_access_token';
+
+/**
+ * How a sign-in form's attempt ended. `success` is a completed sign-in (password alone, or the
+ * second factor after it, or a passkey); `second_factor_needed` a right password that now waits
+ * for the second factor, which ends as `success` or `second_factor_failed`.
+ */
+export type SignInOutcome =
+  | 'success'
+  | 'wrong_password'
+  | 'rate_limited'
+  | 'busy'
+  | 'disabled'
+  | 'second_factor_needed'
+  | 'second_factor_failed'
+  | 'passkey_failed';
+
+/** Where an outage was met. */
+export type StoreName = 'database' | 'redis';
+
+export interface Metrics {
+  /** One answered request: `route` is a route pattern or a fixed family, never the path asked for. */
+  httpRequest(route: string, method: string, status: number, seconds: number): void;
+  tokenIssued(kind: TokenKind): void;
+  signIn(outcome: SignInOutcome): void;
+  /** A request refused by the abuse limit of this name (`signin-ip`, `api-token`, …). */
+  rateLimited(limit: string): void;
+  storageError(store: StoreName): void;
+}
+
+/** When no metrics listener is configured: counting costs nothing. */
+export const noMetrics: Metrics = {
+  httpRequest() {},
+  tokenIssued() {},
+  signIn() {},
+  rateLimited() {},
+  storageError() {},
+};
+
+/** The password-hashing queue's load, read at each scrape. */
+export interface KdfLoad {
+  running: number;
+  waiting: number;
+}
+
+/** Methods a browser or client sends; anything else is counted as `other`. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * One instance's metrics, on a registry of its own (not prom-client's global one), so several
+ * servers in one process (the tests) each count their own.
+ */
+export class PrometheusMetrics implements Metrics {
+  readonly registry = new Registry();
+  private kdfLoad: () => KdfLoad = () => ({ running: 0, waiting: 0 });
+
+  private readonly requests = new Counter({
+    name: 'idp_http_requests_total',
+    help: 'HTTP requests answered, by route pattern (or family), method and status code.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly durations = new Histogram({
+    name: 'idp_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern (or family), method and status code.',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  private readonly tokens = new Counter({
+    name: 'idp_tokens_issued_total',
+    help: 'Tokens issued, by kind (access_token, refresh_token, authorization_code, personal_access_token).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly signIns = new Counter({
+    name: 'idp_sign_ins_total',
+    help: 'Sign-in attempts on the sign-in forms, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly refusals = new Counter({
+    name: 'idp_rate_limit_refusals_total',
+    help: 'Requests refused by an abuse limit, by the limit\'s name.',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly storageErrors = new Counter({
+    name: 'idp_storage_errors_total',
+    help: 'Storage outages met while answering (each one a 503) or in background work, by store (database, redis).',
+    labelNames: ['store'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    const load = () => this.kdfLoad();
+    new Gauge({
+      name: 'idp_kdf_running',
+      help: 'Password hashes running now on this instance.',
+      registers: [this.registry],
+      collect() {
+        this.set(load().running);
+      },
+    });
+    new Gauge({
+      name: 'idp_kdf_waiting',
+      help: 'Password hashes waiting in this instance\'s queue.',
+      registers: [this.registry],
+      collect() {
+        this.set(load().waiting);
+      },
+    });
+    // The usual process_* and nodejs_* series (CPU, memory, event loop lag, GC), under their standard names.
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  httpRequest(route: string, method: string, status: number, seconds: number): void {
+    const labels = { route, method: METHODS.has(method) ? method : 'other', status: String(status) };
+    this.requests.inc(labels);
+    this.durations.observe(labels, seconds);
+  }
+
+  tokenIssued(kind: TokenKind): void {
+    this.tokens.inc({ kind });
+  }
+
+  signIn(outcome: SignInOutcome): void {
+    this.signIns.inc({ outcome });
+  }
+
+  rateLimited(limit: string): void {
+    this.refusals.inc({ limit });
+  }
+
+  storageError(store: StoreName): void {
+    this.storageErrors.inc({ store });
+  }
+
+  /** The hashing queue whose load the gauges report. */
+  watchKdf(load: () => KdfLoad): void {
+    this.kdfLoad = load;
+  }
+}
+
+/** oidc-provider's events for the tokens it saves: one per code, access token and refresh token issued. */
+const PROVIDER_TOKEN_EVENTS: Record<string, TokenKind> = {
+  'authorization_code.saved': 'authorization_code',
+  'access_token.saved': 'access_token',
+  'refresh_token.saved': 'refresh_token',
+};
+
+/** Counts the tokens the provider issues, from its events. */
+export function countProviderTokens(provider: Pick<EventEmitter, 'on'>, metrics: Metrics): void {
+  for (const [event, kind] of Object.entries(PROVIDER_TOKEN_EVENTS)) provider.on(event, () => metrics.tokenIssued(kind));
+}
+
+export interface MetricsListener {
+  /** e.g. http://127.0.0.1:9464/metrics */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The metrics listener: GET /metrics answers the Prometheus text format; every other path is a
+ * 404. Rejects with a message naming METRICS_HOST and METRICS_PORT when it cannot listen.
+ */
+export async function serveMetrics(metrics: PrometheusMetrics, host: string, port: number): Promise<MetricsListener> {
+  const server = createServer((req, res) => {
+    answerScrape(metrics, req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('metrics could not be collected\n');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(`cannot listen for metrics on METRICS_HOST=${host} METRICS_PORT=${port}: ${err.code ?? err.message}`)));
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function answerScrape(metrics: PrometheusMetrics, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = (req.url ?? '').split('?')[0];
+  if (path !== '/metrics') {
+    res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: metrics are at /metrics\n');
+    return;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+    return;
+  }
+  const body = await metrics.registry.metrics();
+  res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store' });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
