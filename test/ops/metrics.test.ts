@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { PrometheusMetrics, serveMetrics } from '../../src/metrics.js';
 import { call } from '../helpers/api.js';
-import { describeEachProfile, startIdp, useIdp } from '../helpers/app.js';
+import { describeEachProfile, listen, startIdp, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
-import { makeClient, makeUser, type Client } from '../helpers/factories.js';
+import { makeClient, makeUser, personalToken, type Client } from '../helpers/factories.js';
 import { csrfFrom, findOnceKey, formAction } from '../helpers/html.js';
 import { oauthTokens, tokenRequest } from '../helpers/oauth.js';
 import { atMidStep, codeFor, withTwoFactor } from '../helpers/totp.js';
@@ -46,7 +47,8 @@ function moved(before: Scrape, after: Scrape, name: string, labels: Record<strin
 }
 
 describeEachProfile('operations: metrics', (profile) => {
-  const idp = useIdp(profile, { METRICS_PORT: '0' });
+  // Low client and API limits, so their refusals are reached in a few requests.
+  const idp = useIdp(profile, { METRICS_PORT: '0', RATE_LIMIT_CLIENT_AUTH: '2/1m', RATE_LIMIT_API_TOKEN: '3/1h' });
   let client: Client;
 
   before(async () => {
@@ -127,6 +129,24 @@ describeEachProfile('operations: metrics', (profile) => {
     expect(after.text).to.not.include(user.username);
   });
 
+  it('counts client authentications and API calls refused by their limits, by the limit\'s name', async () => {
+    const other = await makeClient(idp.db);
+    const token = await personalToken(idp.db, other.user.id);
+    const before = await scrape(idp.metricsUrl);
+    const wrongSecret = () => tokenRequest(idp.url, { query: { client_id: other.clientId, client_secret: 'not-the-secret', code: 'whatever', redirect_uri: other.redirectUri } });
+    expect((await wrongSecret()).status).to.equal(401);
+    expect((await wrongSecret()).status).to.equal(401);
+    expect((await wrongSecret()).status).to.equal(429);
+    for (let i = 0; i < 3; i += 1) expect((await call(idp, '/apis/v2/user', { token })).status).to.equal(200);
+    expect((await call(idp, '/apis/v2/user', { token })).status).to.equal(429);
+    const after = await scrape(idp.metricsUrl);
+    expect(moved(before, after, 'idp_rate_limit_refusals_total', { limit: 'client-auth' })).to.equal(1);
+    expect(moved(before, after, 'idp_rate_limit_refusals_total', { limit: 'api-token' })).to.equal(1);
+    expect(moved(before, after, 'idp_http_requests_total', { route: '/apis/v2/user', method: 'GET', status: '429' })).to.equal(1);
+    expect(after.text).to.not.include(token);
+    expect(after.text).to.not.include(other.clientId);
+  });
+
   it('counts the second step of a two-factor sign-in: needed, failed, then success', async () => {
     const user = await makeUser(idp.db);
     const { secret } = await withTwoFactor(idp.db, user);
@@ -165,6 +185,28 @@ describeEachProfile('operations: metrics', (profile) => {
   });
 });
 
+describe('operations: metrics while the hashing queue is full', () => {
+  // One hash at a time and no queue: sign-ins sent together are mostly refused as busy.
+  const idp = useIdp('sqlite', { METRICS_PORT: '0', KDF_CONCURRENCY: '1', KDF_QUEUE: '0' });
+
+  it('counts each sign-in refused as busy, and each one let through as a success', async () => {
+    const people = await Promise.all(Array.from({ length: 8 }, () => makeUser(idp.db)));
+    const visitors = await Promise.all(people.map(async (person) => {
+      const browser = new Browser(idp.url);
+      await browser.get('/login').expect(200);
+      return { person, browser };
+    }));
+    const before = await scrape(idp.metricsUrl);
+    const answers = await Promise.all(visitors.map(({ person, browser }) => browser.submit('/login', { login: person.username, password: person.password })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.every((s) => s === 302 || s === 503), statuses.join(' ')).to.equal(true);
+    expect(statuses.filter((s) => s === 503).length, statuses.join(' ')).to.be.at.least(1);
+    const after = await scrape(idp.metricsUrl);
+    expect(moved(before, after, 'idp_sign_ins_total', { outcome: 'busy' })).to.equal(statuses.filter((s) => s === 503).length);
+    expect(moved(before, after, 'idp_sign_ins_total', { outcome: 'success' })).to.equal(statuses.filter((s) => s === 302).length);
+  });
+});
+
 describe('operations: metrics while Redis is away', () => {
   const idp = useIdp('sqlite', { REDIS_URL: 'redis://127.0.0.1:1/0', METRICS_PORT: '0' });
 
@@ -188,6 +230,17 @@ describe('operations: metrics settings', () => {
       expect((await fetch(`${idp.url}/metrics`)).status).to.equal(404);
     } finally {
       await idp.stop();
+    }
+  });
+
+  it('says which setting to change when the metrics port is taken', async () => {
+    const taken = await listen();
+    try {
+      const port = Number(new URL(taken.url).port);
+      const refusal = await serveMetrics(new PrometheusMetrics(), '127.0.0.1', port).then(() => 'listened', (err: Error) => err.message);
+      expect(refusal).to.equal(`cannot listen for metrics on METRICS_HOST=127.0.0.1 METRICS_PORT=${port}: EADDRINUSE`);
+    } finally {
+      await taken.close();
     }
   });
 

@@ -41,6 +41,7 @@ describe('loadConfig', () => {
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
       mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
       requireVerifiedEmail: false,
+      metrics: undefined,
     });
   });
 
