@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { PrometheusMetrics, serveMetrics } from '../../src/metrics.js';
+import { outageStore } from '../../src/storage.js';
 import { call } from '../helpers/api.js';
 import { describeEachProfile, listen, startIdp, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
@@ -231,6 +232,19 @@ describe('operations: metrics settings', () => {
     } finally {
       await idp.stop();
     }
+  });
+
+  it('tells a Redis outage from a database one by the error ioredis or the SQL drivers give', () => {
+    const named = (name: string, message = '') => Object.assign(new Error(message), { name });
+    const coded = (code: string, message = '') => Object.assign(new Error(message), { code });
+    expect(outageStore(named('MaxRetriesPerRequestError', 'Reached the max retries per request limit (which is 2).'))).to.equal('redis');
+    expect(outageStore(new Error('Connection is closed.'))).to.equal('redis');
+    expect(outageStore(new Error('Command timed out'))).to.equal('redis');
+    expect(outageStore(new AggregateError([new Error('Connection is closed.')]))).to.equal('redis');
+    expect(outageStore(coded('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432'))).to.equal('database');
+    expect(outageStore(named('KnexTimeoutError', 'Knex: Timeout acquiring a connection.'))).to.equal('database');
+    expect(outageStore(new Error('Connection terminated unexpectedly'))).to.equal('database');
+    expect(outageStore(coded('SQLITE_BUSY'))).to.equal('database');
   });
 
   it('says which setting to change when the metrics port is taken', async () => {
