@@ -57,6 +57,9 @@ export interface Idp {
   db: Knex;
   redis: Redis | undefined;
   provider: Provider;
+  /** From now on /readyz answers 503 `draining`, so a load balancer sends nothing new; everything else still answers. */
+  startDraining(): void;
+  /** Stops the background jobs and closes the password-hashing workers, the mailer, Redis and the database pool. */
   close(): Promise<void>;
 }
 
@@ -152,11 +155,17 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   // Before every route: under a flood of sign-ins, a refusal costs as little as an answer can.
   app.use(refuseHashingWhenBusy(kdf));
 
+  let draining = false;
   const system = new Router();
   system.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   system.get('/readyz', async (ctx) => {
+    if (draining) {
+      ctx.status = 503;
+      ctx.body = { status: 'draining' };
+      return;
+    }
     const checks: Record<string, string> = {};
     const timeout = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
@@ -216,12 +225,17 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     db,
     redis,
     provider,
+    startDraining() {
+      draining = true;
+    },
     async close() {
       if (pruner) clearInterval(pruner);
       clearInterval(sessionPruner);
       await kdf.close();
       mailer.close();
-      redis?.disconnect();
+      // QUIT lets replies under way arrive; a Redis that is away is just dropped.
+      if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis?.disconnect();
       await db.destroy();
     },
   };

@@ -46,6 +46,7 @@ const schema = z
     MAIL_FROM: z.string().min(3).max(200).optional(),
     MAIL_DIR: z.string().min(1).default('./data/mail'),
     REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
+    SHUTDOWN_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(10),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -129,6 +130,8 @@ export interface Config {
   mail: { smtpUrl: string | undefined; from: string; dir: string };
   /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
   requireVerifiedEmail: boolean;
+  /** On SIGTERM or SIGINT, how long requests in flight may take to finish before they are cut. */
+  shutdownTimeoutS: number;
 }
 
 export class ConfigError extends Error {}
@@ -181,6 +184,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dir: e.MAIL_DIR,
     },
     requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
+    shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
   };
 }
 
@@ -200,6 +204,7 @@ const RANGES: Record<string, string> = {
   TRUST_PROXY: 'must be a number of proxy hops from 0 to 10',
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',
+  SHUTDOWN_TIMEOUT_S: 'must be a whole number of seconds from 1 to 3600',
 };
 
 function describe(issue: z.core.$ZodIssue): string {
