@@ -144,6 +144,15 @@ function postSignIn(browser: Browser, agent: Agent, fields: Record<string, strin
   return { sent, answer };
 }
 
+/** The server runs with its default Redis key prefix; what it left there goes with the test database. */
+async function dropRedisKeys(profile: Profile): Promise<void> {
+  if (profile !== 'postgres+redis') return;
+  const redis = new Redis(TEST_REDIS_URL!);
+  const keys = await redis.keys('idp:*');
+  if (keys.length) await redis.del(...keys);
+  await redis.quit();
+}
+
 /** The last log line whose message starts with `stopped`. */
 function stoppedLine(server: Server): Record<string, unknown> | undefined {
   return server.logs().findLast((line) => String(line.msg).startsWith('stopped'));
@@ -171,6 +180,7 @@ describe('Graceful shutdown', function () {
     });
     after(async () => {
       await database.drop();
+      await dropRedisKeys(profile);
     });
     const start = async (env: Record<string, string> = {}) => (server = await startServer(database, profile, await freePort(), join(dir, 'mail'), env));
 
@@ -291,13 +301,7 @@ describe('Graceful shutdown', function () {
       for (const server of servers) if (server.child.exitCode === null) server.child.kill('SIGKILL');
       await Promise.all(servers.map((server) => server.exited));
       await database.drop();
-      if (profile === 'postgres+redis') {
-        // The server runs with its default Redis key prefix; what it left there goes with the test database.
-        const redis = new Redis(TEST_REDIS_URL!);
-        const keys = await redis.keys('idp:*');
-        if (keys.length) await redis.del(...keys);
-        await redis.quit();
-      }
+      await dropRedisKeys(profile);
     });
 
     it('keeps an authorization code minted before it, and a refresh token: both are redeemed after it', async () => {
