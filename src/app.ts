@@ -62,6 +62,9 @@ export interface Idp {
   provider: Provider;
   /** Where GET /metrics answers, when METRICS_PORT is set. */
   metricsUrl: string | undefined;
+  /** From now on /readyz answers 503 `draining`, so a load balancer sends nothing new; everything else still answers. */
+  startDraining(): void;
+  /** Stops the background jobs and closes the password-hashing workers, the mailer, Redis and the database pool. */
   close(): Promise<void>;
 }
 
@@ -165,11 +168,17 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   // Before every route: under a flood of sign-ins, a refusal costs as little as an answer can.
   app.use(refuseHashingWhenBusy(kdf, metrics));
 
+  let draining = false;
   const system = new Router();
   system.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   system.get('/readyz', async (ctx) => {
+    if (draining) {
+      ctx.status = 503;
+      ctx.body = { status: 'draining' };
+      return;
+    }
     const checks: Record<string, string> = {};
     const timeout = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
@@ -231,7 +240,9 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     clearInterval(sessionPruner);
     await kdf.close();
     mailer.close();
-    redis?.disconnect();
+    // QUIT lets replies under way arrive; a Redis that is away is just dropped.
+    if (redis?.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+    else redis?.disconnect();
     await db.destroy();
   };
   // Its own listener, never the public port: GET /metrics on the issuer is a 404 like any unknown path.
@@ -243,7 +254,17 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     logger.info({ url: metricsListener.url }, 'metrics listener started');
   }
 
-  return { app, db, redis, provider, metricsUrl: metricsListener?.url, close };
+  return {
+    app,
+    db,
+    redis,
+    provider,
+    metricsUrl: metricsListener?.url,
+    startDraining() {
+      draining = true;
+    },
+    close,
+  };
 }
 
 /**

@@ -49,6 +49,7 @@ const schema = z
     // Unset: no metrics listener. 0: a free port the system picks (logged at start).
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    SHUTDOWN_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(10),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -137,6 +138,8 @@ export interface Config {
   requireVerifiedEmail: boolean;
   /** Where GET /metrics (Prometheus) listens; undefined: nowhere. */
   metrics: { host: string; port: number } | undefined;
+  /** On SIGTERM or SIGINT, how long requests in flight may take to finish before they are cut. */
+  shutdownTimeoutS: number;
 }
 
 export class ConfigError extends Error {}
@@ -190,6 +193,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
     metrics: e.METRICS_PORT === undefined ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
+    shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
   };
 }
 
@@ -210,6 +214,7 @@ const RANGES: Record<string, string> = {
   TRUST_PROXY: 'must be a number of proxy hops from 0 to 10',
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',
+  SHUTDOWN_TIMEOUT_S: 'must be a whole number of seconds from 1 to 3600',
 };
 
 function describe(issue: z.core.$ZodIssue): string {

@@ -3,8 +3,9 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createIdp } from './app.js';
 import { createLogger } from './log.js';
 import { KeysSecretError } from './key-encryption.js';
+import { drainable } from './edge/drain.js';
 
-let config;
+let config: Config;
 try {
   config = loadConfig();
 } catch (err) {
@@ -34,11 +35,58 @@ server.once('error', (err: NodeJS.ErrnoException) => {
   idp.close().finally(() => process.exit(1));
 });
 
+/** Once requests are drained, how long closing the pools may take. */
+const CLOSE_TIMEOUT_MS = 5000;
+
+const requests = drainable(server);
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    server.close();
-    idp.close().finally(() => process.exit(0));
+  process.on(signal, () => {
+    if (!stopping) {
+      stopping = true;
+      void stop(signal);
+      return;
+    }
+    // The operator means it: whatever is still in flight is dropped.
+    logger.warn({ signal }, 'second signal while draining: stopping at once, requests in flight are cut');
+    process.exit(1);
   });
+}
+
+/**
+ * A graceful stop: /readyz turns 503 so a load balancer sends nothing new, no new connection is
+ * accepted, requests in flight finish (for up to SHUTDOWN_TIMEOUT_S), then the pools close.
+ * Exit 0 when nothing was cut, 1 when the deadline cut requests.
+ */
+async function stop(signal: NodeJS.Signals): Promise<void> {
+  const started = performance.now();
+  idp.startDraining();
+  const drained = await requests.drain(config.shutdownTimeoutS * 1000);
+  const closed = await closeWithin(CLOSE_TIMEOUT_MS);
+  const ms = Math.round(performance.now() - started);
+  if (!closed) {
+    logger.error({ signal, ms }, `stopped: the database, Redis or the hashing workers did not close within ${CLOSE_TIMEOUT_MS / 1000} s`);
+    process.exit(1);
+  }
+  if (drained.timedOut) {
+    logger.error({ signal, inFlight: drained.inFlight, cut: drained.cut, ms }, `stopped: SHUTDOWN_TIMEOUT_S (${config.shutdownTimeoutS} s) passed, ${drained.cut} request(s) in flight were cut`);
+    process.exit(1);
+  }
+  logger.info({ signal, inFlight: drained.inFlight, ms }, 'stopped: every request in flight was answered');
+  process.exit(0);
+}
+
+/** Whether the pools closed in time (a store that hangs must not keep a stopping process alive). */
+async function closeWithin(ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const closing = idp.close().then(
+    () => true,
+    (err: unknown) => (logger.warn({ err }, 'closing storage connections failed'), true),
+  );
+  const closed = await Promise.race([closing, late]);
+  clearTimeout(timer);
+  return closed;
 }
 
 function listenProblem(err: NodeJS.ErrnoException, { port }: Config): string {

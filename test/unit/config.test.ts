@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
       requireVerifiedEmail: false,
       metrics: undefined,
+      shutdownTimeoutS: 10,
     });
   });
 
@@ -121,6 +122,9 @@ describe('loadConfig', () => {
     ['SMTP_URL', { SMTP_URL: 'mail.example.com:587' }],
     ['SMTP_URL', { SMTP_URL: 'http://mail.example.com' }],
     ['REQUIRE_VERIFIED_EMAIL', { REQUIRE_VERIFIED_EMAIL: 'yes' }],
+    ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '0' }],
+    ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '2.5' }],
+    ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: 'soon' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
