@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { profiles, startIdp, waitFor, type RunningIdp } from '../helpers/app.js';
-import { signIn, type Browser } from '../helpers/browser.js';
+import { Browser, signIn } from '../helpers/browser.js';
 import { freshDatabase, TEST_REDIS_URL, type TestDatabase } from '../helpers/db.js';
 import { CALLBACK, makeClient, makeGroup, makeUser, personalToken, type Client, type TestUser } from '../helpers/factories.js';
-import { tokenRequest } from '../helpers/oauth.js';
+import { authorizeUrl, basicAuth, oauthTokens, tokenRequest } from '../helpers/oauth.js';
 import { call } from '../helpers/api.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -36,6 +36,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
   let apiToken: string;
   let client: Client;
   let browser: Browser;
+  let accessToken: string;
 
   before(async () => {
     database = await freshDatabase('postgres+redis');
@@ -48,6 +49,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
     apiToken = await personalToken(database.db, owner.id, { scopes: ['groups:read-write'] });
     client = await makeClient(database.db);
     browser = await signIn(idp.url, owner);
+    ({ accessToken } = await oauthTokens(idp.url, client, client.user, 'openid'));
   });
 
   after(async () => {
@@ -65,25 +67,46 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
     await proxies.redis.forward();
   });
 
-  /** A page, an API route and the token endpoint, asked at once. */
-  function askEverySurface() {
-    return Promise.all([
-      timed(() => browser.get('/groups')),
-      timed(() => call(idp, '/apis/v2/user', { token: apiToken })),
-      timed(() => tokenRequest(idp.url, { query: { client_id: client.clientId, client_secret: client.clientSecret, code: 'not-a-code-anyone-was-given', redirect_uri: CALLBACK } })),
-    ]);
+  /**
+   * Every surface, asked at once: a page, an API route, and the OAuth endpoints (token,
+   * authorize, userinfo, introspection). `usual` is what each answers while both stores are up.
+   */
+  const SURFACES = {
+    page: { ask: () => browser.get('/groups'), usual: 200 },
+    api: { ask: () => call(idp, '/apis/v2/user', { token: apiToken }), usual: 200 },
+    token: {
+      ask: () => tokenRequest(idp.url, { query: { client_id: client.clientId, client_secret: client.clientSecret, code: 'not-a-code-anyone-was-given', redirect_uri: CALLBACK } }),
+      usual: 400,
+    },
+    // A browser without a session: the provider reads the client and stores the interaction, then sends it to sign in.
+    authorize: { ask: () => new Browser(idp.url).get(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: CALLBACK, scope: 'openid' })), usual: 302 },
+    userinfo: { ask: () => call(idp, '/login/oauth/userinfo', { token: accessToken }), usual: 200 },
+    introspection: {
+      ask: () => call(idp, '/login/oauth/introspect', { method: 'POST', authorization: basicAuth(client.clientId, client.clientSecret), form: { token: accessToken } }),
+      usual: 200,
+    },
+  } as const;
+  type Surface = keyof typeof SURFACES;
+
+  async function askEverySurface(): Promise<Record<Surface, Answer>> {
+    const names = Object.keys(SURFACES) as Surface[];
+    const answers = await Promise.all(names.map((name) => timed(SURFACES[name].ask)));
+    return Object.fromEntries(names.map((name, i) => [name, answers[i]!])) as Record<Surface, Answer>;
   }
 
-  async function expectAway(store: Store): Promise<void> {
-    const [page, api, token] = await askEverySurface();
-    for (const [name, answer] of Object.entries({ page, api, token })) {
+  function expectUnavailable(answers: Record<Surface, Answer>): void {
+    for (const [name, answer] of Object.entries(answers)) {
       expect(answer.status, `${name}: ${answer.text.slice(0, 300)}`).to.equal(503);
       expect(answer.retryAfter, name).to.equal('5');
       expect(answer.ms, `${name} answered after ${Math.round(answer.ms)} ms`).to.be.below(ANSWER_WITHIN_MS);
     }
-    expect(page.text).to.include('Temporarily unavailable');
-    expect(api.error).to.equal('temporarily_unavailable');
-    expect(token.error).to.equal('temporarily_unavailable');
+  }
+
+  async function expectAway(store: Store): Promise<void> {
+    const answers = await askEverySurface();
+    expectUnavailable(answers);
+    expect(answers.page.text).to.include('Temporarily unavailable');
+    for (const name of ['api', 'token', 'userinfo', 'introspection'] as const) expect(answers[name].error, name).to.equal('temporarily_unavailable');
 
     const started = performance.now();
     const ready = await fetch(`${idp.url}/readyz`);
@@ -95,16 +118,16 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
 
   /** Service resumes by itself: every surface answers as usual again, without a restart. */
   async function expectBack(): Promise<void> {
-    let last: Answer[] = [];
+    let last: Partial<Record<Surface, Answer>> = {};
     await waitFor(
       async () => {
         last = await askEverySurface();
-        const [page, api, token] = last;
-        return page!.status === 200 && api!.status === 200 && token!.status === 400 && token!.error === 'invalid_grant';
+        return Object.entries(SURFACES).every(([name, { usual }]) => last[name as Surface]!.status === usual);
       },
-      () => `still not back: ${last.map((a) => `${a.status} ${a.text.slice(0, 120)}`).join(' | ')}`,
+      () => `still not back: ${Object.entries(last).map(([name, a]) => `${name} ${a.status} ${a.text.slice(0, 120)}`).join(' | ')}`,
       15_000,
     );
+    expect(last.token!.error).to.equal('invalid_grant');
     const ready = await fetch(`${idp.url}/readyz`);
     expect(await ready.json()).to.deep.equal({ status: 'ok', checks: { database: 'ok', redis: 'ok' } });
   }
@@ -128,11 +151,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
         const inFlight = askEverySurface();
         await new Promise((resolve) => setTimeout(resolve, 300));
         proxies[store].cut();
-        for (const answer of await inFlight) {
-          expect(answer.status, answer.text.slice(0, 300)).to.equal(503);
-          expect(answer.retryAfter).to.equal('5');
-          expect(answer.ms).to.be.below(ANSWER_WITHIN_MS);
-        }
+        expectUnavailable(await inFlight);
         await expectAway(store);
         await proxies[store].forward();
         await expectBack();
