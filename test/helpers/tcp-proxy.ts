@@ -19,9 +19,10 @@ interface Pair {
  * - `cut()`: every open connection is reset mid-stream (ECONNRESET on the service's side), and
  *   so is every new one as soon as it is accepted, until the proxy forwards again: a store that
  *   went away;
- * - `cutWhenSent(text)`: the first connection on which the service sends `text` (a statement
- *   of the wire protocol, say) is reset before the store receives it: a connection lost in the
- *   middle of a transaction;
+ * - `faultWhenSent(text, fault)`: once the service sends `text` (a statement of the wire
+ *   protocol, say), before the store receives it, either that connection is reset (`cut`) or
+ *   the proxy stalls (`stall`): a connection lost, or a store gone silent, in the middle of a
+ *   transaction;
  * - `stall()`: connections, open or new, are accepted and kept, but nothing passes either way;
  *   what was sent is held and delivered when the proxy forwards again, as after a network
  *   partition heals.
@@ -30,7 +31,7 @@ export class TcpProxy {
   private readonly pairs = new Set<Pair>();
   private stalled = false;
   private cutting = false;
-  private cutTrigger: string | undefined;
+  private trigger: { text: string; fault: 'cut' | 'stall' } | undefined;
   private server: Server | undefined;
 
   private constructor(
@@ -63,7 +64,7 @@ export class TcpProxy {
   async forward(): Promise<void> {
     this.stalled = false;
     this.cutting = false;
-    this.cutTrigger = undefined;
+    this.trigger = undefined;
     for (const pair of this.pairs) this.release(pair);
     if (!this.server) await this.listen();
   }
@@ -84,8 +85,8 @@ export class TcpProxy {
     this.resetAll();
   }
 
-  cutWhenSent(text: string): void {
-    this.cutTrigger = text;
+  faultWhenSent(text: string, fault: 'cut' | 'stall'): void {
+    this.trigger = { text, fault };
   }
 
   stall(): void {
@@ -120,10 +121,13 @@ export class TcpProxy {
     }
     this.pairs.add(pair);
     client.on('data', (chunk: Buffer) => {
-      if (this.cutTrigger !== undefined && chunk.includes(this.cutTrigger)) {
-        this.cutTrigger = undefined;
-        this.drop(pair, true);
-      } else if (this.stalled || !pair.upstream) pair.held.toUpstream.push(chunk);
+      if (this.trigger && chunk.includes(this.trigger.text)) {
+        const { fault } = this.trigger;
+        this.trigger = undefined;
+        if (fault === 'cut') return this.drop(pair, true);
+        this.stalled = true;
+      }
+      if (this.stalled || !pair.upstream) pair.held.toUpstream.push(chunk);
       else pair.upstream.write(chunk);
     });
     client.on('error', () => this.drop(pair, false));

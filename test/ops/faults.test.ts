@@ -169,30 +169,36 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
     });
   }
 
-  it('a connection cut in the middle of creating an application leaves no application without its secret', async () => {
-    const name = `Half written ${Date.now()}`;
-    // The application's row is written inside the transaction; the connection is reset when the
-    // secret's insert is sent, before PostgreSQL sees it.
-    proxies.database.cutWhenSent('insert into "oauth_app_secrets"');
-    const res = await call(idp, `/apis/v2/groups/${groupId}/oauth-apps`, {
-      token: apiToken,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name, homepageURL: 'https://half.example.test', description: 'cut mid-transaction', callbackURL: CALLBACK }),
+  function createApplication(name: string) {
+    return timed(() =>
+      call(idp, `/apis/v2/groups/${groupId}/oauth-apps`, {
+        token: apiToken,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name, homepageURL: 'https://half.example.test', description: 'made while PostgreSQL fails', callbackURL: CALLBACK }),
+      }),
+    );
+  }
+
+  // The application's row is written inside the transaction; the fault strikes when the secret's
+  // insert is sent, before PostgreSQL sees it.
+  for (const fault of ['cut', 'stall'] as const) {
+    it(`a connection ${fault === 'cut' ? 'cut' : 'stalled'} in the middle of creating an application: 503 within 5 s, and no application without its secret`, async () => {
+      const name = `Half written ${fault} ${Date.now()}`;
+      proxies.database.faultWhenSent('insert into "oauth_app_secrets"', fault);
+      const res = await createApplication(name);
+      expect(res.status, res.text).to.equal(503);
+      expect(res.retryAfter).to.equal('5');
+      // Stalled: the unanswered insert drops its connection, so the transaction's ROLLBACK does
+      // not wait behind it for a second timeout.
+      expect(res.ms, `answered after ${Math.round(res.ms)} ms`).to.be.below(ANSWER_WITHIN_MS);
+      await proxies.database.forward();
+      expect(await database.db('oauth_apps').where({ name }).first()).to.equal(undefined);
+      // And the same request succeeds once the database answers.
+      const again = await createApplication(name);
+      expect(again.status, again.text).to.equal(201);
+      const app = await database.db('oauth_apps').where({ name }).first();
+      expect(await database.db('oauth_app_secrets').where({ app_id: app.id }).count({ n: '*' }).first()).to.deep.equal({ n: '1' });
     });
-    expect(res.status, res.text).to.equal(503);
-    expect(res.headers.get('retry-after')).to.equal('5');
-    expect(await database.db('oauth_apps').where({ name }).first()).to.equal(undefined);
-    await proxies.database.forward();
-    // And the same request succeeds once the connection is not cut.
-    const again = await call(idp, `/apis/v2/groups/${groupId}/oauth-apps`, {
-      token: apiToken,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name, homepageURL: 'https://half.example.test', description: 'not cut', callbackURL: CALLBACK }),
-    });
-    expect(again.status, again.text).to.equal(201);
-    const app = await database.db('oauth_apps').where({ name }).first();
-    expect(await database.db('oauth_app_secrets').where({ app_id: app.id }).count({ n: '*' }).first()).to.deep.equal({ n: '1' });
-  });
+  }
 });
