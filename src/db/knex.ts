@@ -16,7 +16,11 @@ export interface DbTimeouts {
   statements?: boolean;
 }
 
-/** The client side waits this much longer than the server's statement_timeout, so a slow statement is cancelled by the server (the connection stays usable) before the client gives up on it. */
+/**
+ * The client waits this much longer than the server's statement_timeout: a statement that is
+ * merely slow is cancelled by the server first (57014, and the connection stays usable); only a
+ * server that does not answer at all makes the client give up and drop the connection.
+ */
 const CLIENT_GRACE_MS = 500;
 
 /** Builds the knex configuration for `sqlite:<file>` or `postgres://…`. */
