@@ -23,6 +23,9 @@ export interface DbTimeouts {
  */
 const CLIENT_GRACE_MS = 500;
 
+/** The shortest a transaction may sit without a statement before the server ends it. */
+const IDLE_TRANSACTION_FLOOR_MS = 60_000;
+
 /** Builds the knex configuration for `sqlite:<file>` or `postgres://…`. */
 export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Config {
   const migrations: Knex.MigratorConfig = { migrationSource, tableName: 'knex_migrations' };
@@ -56,7 +59,18 @@ export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Con
     connection: {
       connectionString: databaseUrl,
       ...(timeoutMs ? { connectionTimeoutMillis: timeoutMs } : {}),
-      ...(statements ? { statement_timeout: timeoutMs, query_timeout: timeoutMs + CLIENT_GRACE_MS } : {}),
+      ...(statements
+        ? {
+            statement_timeout: timeoutMs,
+            query_timeout: timeoutMs + CLIENT_GRACE_MS,
+            // A transaction whose client vanished without the server noticing (a network
+            // partition, not a closed socket) would hold its row locks until the server's TCP
+            // gives up, hours later; the server ends it after this long without a statement.
+            idle_in_transaction_session_timeout: Math.max(IDLE_TRANSACTION_FLOOR_MS, timeoutMs * 10),
+            // And idle pooled connections to a vanished server are found by TCP keep-alive probes.
+            keepAlive: true,
+          }
+        : {}),
     },
     pool: {
       min: 0,

@@ -105,7 +105,8 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
   async function expectAway(store: Store): Promise<void> {
     const answers = await askEverySurface();
     expectUnavailable(answers);
-    expect(answers.page.text).to.include('Temporarily unavailable');
+    // The site's styled error page, not a bare text.
+    expect(answers.page.text).to.include('Temporarily unavailable').and.include('/static/site.css');
     for (const name of ['api', 'token', 'userinfo', 'introspection'] as const) expect(answers[name].error, name).to.equal('temporarily_unavailable');
 
     const started = performance.now();
