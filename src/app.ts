@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import Koa, { type Context, type Next } from 'koa';
 import mount from 'koa-mount';
 import type { Knex } from 'knex';
@@ -13,7 +13,8 @@ import { createRedisAdapter } from '../adapters/redis.js';
 import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
 import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
-import { createDb, migrateLatest, ping } from './db/knex.js';
+import { openDatabase, ping } from './db/knex.js';
+import { connectRedis } from './storage.js';
 import { pruneRateLimits } from './db/rate-limits.js';
 import type { Logger } from './log.js';
 import { countProviderTokens, noMetrics, PrometheusMetrics, serveMetrics, type MetricsListener } from './metrics.js';
@@ -107,11 +108,8 @@ function requestLog(logger: Logger) {
 /** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
-  const db = createDb(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') });
-  await migrateLatest(db);
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
-    : undefined;
+  const db = await openDatabase(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') }, { timeoutMs: config.databaseTimeoutMs });
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   const cipher = config.keysSecret ? keyCipher(config.keysSecret) : undefined;
   const keys = await loadOrCreateKeys(db, config.keysSecret, cipher);
@@ -179,11 +177,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
       ctx.body = { status: 'draining' };
       return;
     }
-    const checks: Record<string, string> = {};
-    const timeout = <T>(p: Promise<T>) =>
-      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
-    checks.database = await timeout(ping(db)).then(() => 'ok', () => 'unreachable');
-    if (redis) checks.redis = await timeout(redis.ping()).then(() => 'ok', () => 'unreachable');
+    // Both stores asked at once, each given READY_CHECK_MS: a load balancer's probe gets its answer
+    // in about that long even when a store accepts connections and never answers.
+    const [database, redisCheck] = await Promise.all([answersWithin(ping(db)), redis ? answersWithin(redis.ping()) : undefined]);
+    const checks: Record<string, string> = { database, ...(redisCheck ? { redis: redisCheck } : {}) };
     const ready = Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ok' : 'unavailable', checks };
@@ -265,6 +262,24 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     },
     close,
   };
+}
+
+const READY_CHECK_MS = 1500;
+
+/** 'ok' when `check` succeeds within READY_CHECK_MS, 'unreachable' otherwise. */
+async function answersWithin(check: Promise<unknown>): Promise<'ok' | 'unreachable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer in time')), READY_CHECK_MS);
+  });
+  try {
+    await Promise.race([check, late]);
+    return 'ok';
+  } catch {
+    return 'unreachable';
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -22,6 +22,10 @@ const schema = z
       .optional()
       .transform((v) => (v === '' ? undefined : v))
       .refine((v) => v === undefined || isRedisUrl(v), { message: 'must be redis://host:port[/db]' }),
+    // How long a store may keep a request waiting before it counts as away (503 with Retry-After):
+    // short enough that a stalled store answers within seconds, long enough for a busy one.
+    DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
+    REDIS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(2000),
     SIGNUP: z.enum(['open', 'closed']).default('open'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
@@ -110,6 +114,14 @@ export interface Config {
   issuer: string;
   databaseUrl: string;
   redisUrl: string | undefined;
+  /**
+   * The longest the database may take to connect, hand out a pooled connection or answer one
+   * statement before the request answers 503; a connection that leaves a statement unanswered is
+   * dropped.
+   */
+  databaseTimeoutMs: number;
+  /** The longest Redis may take to connect or answer one command; a connection that stalls is dropped and reopened. */
+  redisTimeoutMs: number;
   signup: 'open' | 'closed';
   logLevel: string;
   /** How many proxy hops' X-Forwarded-For / X-Forwarded-Proto are believed (0: none). */
@@ -170,6 +182,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     issuer,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
+    redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     signup: e.SIGNUP,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
@@ -215,6 +229,8 @@ const RANGES: Record<string, string> = {
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',
   SHUTDOWN_TIMEOUT_S: 'must be a whole number of seconds from 1 to 3600',
+  DATABASE_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 600000',
+  REDIS_TIMEOUT_MS: 'must be a number of milliseconds from 50 to 600000',
 };
 
 function describe(issue: z.core.$ZodIssue): string {

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { AppError, RetryLaterError } from '../errors.js';
-import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
+import { isStorageOutage, isValueError, OUTAGE_RETRY_AFTER_S, VALUE_ERROR_MESSAGE } from '../storage.js';
 
 /** Every failure of the API answers with this body. */
 export const errorJson = z.object({ error: z.string(), error_description: z.string() });
@@ -52,6 +52,7 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
       }
       if (isStorageOutage(err)) {
         onFault(err, ctx);
+        ctx.set('Retry-After', String(OUTAGE_RETRY_AFTER_S));
         return fail(ctx, 503, 'temporarily_unavailable', 'storage is unreachable, try again shortly');
       }
       onFault(err, ctx);

@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { createRedisAdapter } from '../../adapters/redis.js';
@@ -6,6 +5,7 @@ import { createSqlAdapter } from '../../adapters/sql.js';
 import type { Config } from '../config.js';
 import { createProvider } from '../provider/index.js';
 import { loadOrCreateKeys } from '../provider/keys.js';
+import { connectRedis } from '../storage.js';
 import { Limits } from '../services/limits.js';
 import { sessionIndex } from '../services/sessions.js';
 
@@ -15,7 +15,7 @@ import { sessionIndex } from '../services/sessions.js';
  * issued: sessions, grants and their tokens. Nothing listens; the Redis connection is closed after.
  */
 export async function withProvider<T>(config: Config, db: Knex, work: (provider: Provider) => Promise<T>): Promise<T> {
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }) : undefined;
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
   // Connection errors reach the command as the failed call's own error, once.
   redis?.on('error', () => {});
   try {

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
+import { isStorageOutage, isValueError, OUTAGE_RETRY_AFTER_S, VALUE_ERROR_MESSAGE } from '../storage.js';
 
 type RenderError = (ctx: Context, status: number, title: string, message: string) => void;
 
@@ -23,7 +23,7 @@ export function providerFaults(renderError: RenderError, onFault: (err: unknown)
     if (fault === undefined || ctx.headerSent) return;
     if (isStorageOutage(fault)) {
       answer(ctx, renderError, 503, 'temporarily_unavailable', 'storage is unreachable; try again shortly', 'Temporarily unavailable');
-      ctx.set('Retry-After', '5');
+      ctx.set('Retry-After', String(OUTAGE_RETRY_AFTER_S));
     } else if (isValueError(fault)) {
       answer(ctx, renderError, 400, 'invalid_request', VALUE_ERROR_MESSAGE, 'The request could not be completed');
     } else {

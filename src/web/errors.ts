@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import { AppError, RetryLaterError } from '../errors.js';
 import { signedInUserById } from '../services/users.js';
-import { isStorageOutage, isValueError, VALUE_ERROR_MESSAGE } from '../storage.js';
+import { isStorageOutage, isValueError, OUTAGE_RETRY_AFTER_S, VALUE_ERROR_MESSAGE } from '../storage.js';
 import type { WebDeps } from './context.js';
 import { render as renderView } from './render.js';
 
@@ -47,6 +47,7 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void, deps: S
       if (isStorageOutage(err)) {
         onFault(err, ctx);
         // Storage is away: the session cannot be read either, so the header stays as it is.
+        ctx.set('Retry-After', String(OUTAGE_RETRY_AFTER_S));
         renderView(ctx, 'error', { title: 'Temporarily unavailable', message: 'Storage is unreachable right now. Try again in a moment.', status: 503 }, 503);
         return;
       }

@@ -23,6 +23,8 @@ describe('loadConfig', () => {
       issuer: 'http://localhost:3000',
       databaseUrl: 'sqlite:./data/idp.sqlite3',
       redisUrl: undefined,
+      databaseTimeoutMs: 3000,
+      redisTimeoutMs: 2000,
       signup: 'open',
       logLevel: 'info',
       trustProxy: 0,
@@ -88,6 +90,8 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://cache:6379/2',
       SIGNUP: 'closed',
       KEYS_SECRET: 'k'.repeat(32),
+      DATABASE_TIMEOUT_MS: '10000',
+      REDIS_TIMEOUT_MS: '500',
     });
     expect(config).to.include({
       env: 'production',
@@ -97,6 +101,8 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://idp@db.internal:5432/idp',
       redisUrl: 'redis://cache:6379/2',
       signup: 'closed',
+      databaseTimeoutMs: 10_000,
+      redisTimeoutMs: 500,
     });
   });
 
@@ -119,6 +125,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_SIGNIN_IP', { RATE_LIMIT_SIGNIN_IP: '50' }],
     ['RATE_LIMIT_API_TOKEN', { RATE_LIMIT_API_TOKEN: '0/1h' }],
     ['KDF_CONCURRENCY', { KDF_CONCURRENCY: '0' }],
+    ['DATABASE_TIMEOUT_MS', { DATABASE_TIMEOUT_MS: '0' }],
+    ['DATABASE_TIMEOUT_MS', { DATABASE_TIMEOUT_MS: '3s' }],
+    ['REDIS_TIMEOUT_MS', { REDIS_TIMEOUT_MS: '10' }],
     ['SMTP_URL', { SMTP_URL: 'mail.example.com:587' }],
     ['SMTP_URL', { SMTP_URL: 'http://mail.example.com' }],
     ['REQUIRE_VERIFIED_EMAIL', { REQUIRE_VERIFIED_EMAIL: 'yes' }],
