@@ -1,36 +1,21 @@
 import { expect } from 'chai';
-import type { Browser, BrowserContext } from 'playwright-core';
 import { addMember } from '../../src/services/groups.js';
 import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { groupAccess, makeClient, makeGroup, makeUser, personalToken, type Client } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
-import { launchChromium, signInThroughPage } from './support.js';
+import { signInThroughPage, useChromium } from './support.js';
 
 describeEachProfile('Account settings in a real browser', function (profile) {
   this.timeout(60_000);
 
   const idp = useIdp(profile);
+  const chromium = useChromium();
+  const newBrowser = () => chromium.newPage();
   let client: Client;
-  let chromium: Browser;
-  const contexts: BrowserContext[] = [];
-
-  /** A browser profile of its own: its own cookies, as another computer has. */
-  async function newBrowser() {
-    const context = await chromium.newContext();
-    contexts.push(context);
-    return context.newPage();
-  }
 
   before(async () => {
-    chromium = await launchChromium();
     client = await makeClient(idp.db);
-  });
-  afterEach(async () => {
-    await Promise.all(contexts.splice(0).map((context) => context.close()));
-  });
-  after(async () => {
-    await chromium?.close();
   });
 
   it('Sessions → Sign out all other sessions: the other browser is signed out on its next page load', async () => {

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as client from 'openid-client';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { oauthTokens, refresh } from '../helpers/oauth.js';
-import { launchChromium, signInThroughPage } from './support.js';
+import { signInThroughPage, useChromium } from './support.js';
 
 const CALLBACK = 'http://127.0.0.1:9999/chromium/callback';
 
@@ -17,13 +17,10 @@ describeEachProfile('Groups and applications in a real browser', function (profi
   this.timeout(60_000);
 
   const idp = useIdp(profile);
-  let chromium: Browser;
-  const contexts: BrowserContext[] = [];
+  const chromium = useChromium();
 
   async function signedIn(user: TestUser): Promise<Page> {
-    const context = await chromium.newContext();
-    contexts.push(context);
-    const page = await context.newPage();
+    const page = await chromium.newPage();
     await signInThroughPage(page, idp.url, user);
     return page;
   }
@@ -45,16 +42,6 @@ describeEachProfile('Groups and applications in a real browser', function (profi
       expect((await refresh(idp.url, known, refreshToken)).body.error).to.equal(refusal);
     }
   }
-
-  before(async () => {
-    chromium = await launchChromium();
-  });
-  afterEach(async () => {
-    await Promise.all(contexts.splice(0).map((context) => context.close()));
-  });
-  after(async () => {
-    await chromium?.close();
-  });
 
   it('a Public application is made on the New application page and signs a person in with PKCE and no secret (openid-client)', async () => {
     const owner = await makeUser(idp.db);

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as client from 'openid-client';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { makeClient, makeUser, type TestUser } from '../helpers/factories.js';
 import { withTwoFactor } from '../helpers/totp.js';
-import { launchChromium, signInThroughPage } from './support.js';
+import { signInThroughPage, useChromium } from './support.js';
 
 const REDIRECT_URI = 'http://localhost:9999/passkeys/callback';
 
@@ -18,15 +18,12 @@ describeEachProfile('Passkeys in a real browser', function (profile) {
   this.timeout(60_000);
 
   const idp = useIdp(profile, { ISSUER: 'http://localhost:{port}' });
-  let chromium: Browser;
-  const contexts: BrowserContext[] = [];
+  const chromium = useChromium();
 
   /** A new browser profile with one virtual authenticator; its credentials, for inspection. */
   async function browserWithAuthenticator() {
-    const context = await chromium.newContext();
-    contexts.push(context);
-    const page = await context.newPage();
-    const cdp = await context.newCDPSession(page);
+    const page = await chromium.newPage();
+    const cdp = await page.context().newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
       options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
@@ -45,16 +42,6 @@ describeEachProfile('Passkeys in a real browser', function (profile) {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL(/\/login/);
   }
-
-  before(async () => {
-    chromium = await launchChromium();
-  });
-  afterEach(async () => {
-    await Promise.all(contexts.splice(0).map((context) => context.close()));
-  });
-  after(async () => {
-    await chromium?.close();
-  });
 
   it('registers a passkey in Account settings, then signs in with it alone: no username, no password', async () => {
     const user = await makeUser(idp.db);

@@ -1,4 +1,4 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 
 /**
  * What the browser tests (and docs/screenshots/take.ts) share: the system's Chromium driven by
@@ -19,4 +19,29 @@ export async function signInThroughPage(page: Page, base: string, user: { userna
   await page.getByLabel('Username or email').fill(user.username);
   await page.getByLabel('Password').fill(user.password);
   await Promise.all([page.waitForURL(`${base}/groups`), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+}
+
+/**
+ * The suite's Chromium: launched before its tests and closed after them. `newPage` opens a page
+ * in a browser profile of its own (its own cookies, as another computer has), closed after each test.
+ */
+export function useChromium() {
+  let chromium: Browser | undefined;
+  const contexts: BrowserContext[] = [];
+  before(async () => {
+    chromium = await launchChromium();
+  });
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close()));
+  });
+  after(async () => {
+    await chromium?.close();
+  });
+  return {
+    async newPage(options: BrowserContextOptions = {}): Promise<Page> {
+      const context = await chromium!.newContext(options);
+      contexts.push(context);
+      return context.newPage();
+    },
+  };
 }
