@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { insertKey as insertKeyRow, listKeys, replaceKeyMaterial, withKeysLocked, type KeyKind as Kind } from '../db/keys.js';
 import { isSealed, keyCipher, KeysSecretError, type KeyCipher } from '../key-encryption.js';
@@ -19,8 +19,15 @@ const NEEDS_SECRET =
   'the signing and cookie keys in the database are encrypted: set KEYS_SECRET to the secret they were encrypted with';
 
 function newSigningKey(): string {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const jwk = privateKey.export({ format: 'jwk' });
+  // Generated as PEM and read back as a key of its own before the JWK export: exporting the
+  // generator's own key object can deadlock Node 20 (the export holds the key's lock, allocates,
+  // and a garbage collection that runs then finalizes the generation job, which takes that lock).
+  const { privateKey: pem } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  const jwk = createPrivateKey(pem).export({ format: 'jwk' });
   return JSON.stringify({ ...jwk, kid: randomUUID(), alg: 'RS256', use: 'sig' });
 }
 
