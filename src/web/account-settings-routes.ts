@@ -2,12 +2,11 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { UserRow } from '../db/users.js';
-import { AppError, RetryLaterError } from '../errors.js';
 import { presentSession } from '../presenters/session.js';
 import { changePassword, deleteAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
-import { formErrors, LABELS, type Labels } from './form-errors.js';
+import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import { render } from './render.js';
 
 const BASE = '/account/settings';
@@ -19,23 +18,6 @@ const NOTICES: Record<string, string> = {
   'session-signed-out': 'That session is signed out.',
   'others-signed-out': 'Every other session is signed out.',
 };
-
-/**
- * The form error a service raised, as `{ field: message }` for the page, or undefined when it is
- * not about a field (it then goes to the error page). A limit's refusal (429) or a busy server
- * (503) is shown on `fallbackField`, with Retry-After.
- */
-function fieldErrors(ctx: Context, err: unknown, fallbackField: string, labels: Labels): Record<string, string> | undefined {
-  if (err instanceof RetryLaterError) {
-    ctx.set('Retry-After', String(err.retryAfterS));
-    return { [fallbackField]: err.message };
-  }
-  return formErrors(err, labels);
-}
-
-function statusOf(err: unknown): number {
-  return err instanceof AppError ? err.status : 400;
-}
 
 /**
  * Account settings → Profile, Password, Sessions and Delete account. Each form carries the CSRF
@@ -74,9 +56,9 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       const { emailChanged } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, ctx.ip);
       ctx.redirect(`${BASE}/profile?notice=${emailChanged ? 'email-changed' : 'profile-saved'}`);
     } catch (err) {
-      const errors = fieldErrors(ctx, err, 'current_password', LABELS.profile);
+      const errors = formErrorsOrRetry(ctx, err, 'current_password', LABELS.profile);
       if (!errors) throw err;
-      renderProfile(ctx, user, values, errors, statusOf(err));
+      renderProfile(ctx, user, values, errors, formStatus(err));
     }
   });
 
@@ -101,9 +83,9 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       );
       ctx.redirect(`${BASE}/password?notice=password-changed`);
     } catch (err) {
-      const errors = fieldErrors(ctx, err, 'current_password', LABELS.password);
+      const errors = formErrorsOrRetry(ctx, err, 'current_password', LABELS.password);
       if (!errors) throw err;
-      renderPassword(ctx, errors, statusOf(err));
+      renderPassword(ctx, errors, formStatus(err));
     }
   });
 
@@ -159,9 +141,9 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
     } catch (err) {
       // The page itself names the groups a last owner must hand over first.
-      const errors = err instanceof LastOwnerError ? {} : fieldErrors(ctx, err, 'password', LABELS.deleteAccount);
+      const errors = err instanceof LastOwnerError ? {} : formErrorsOrRetry(ctx, err, 'password', LABELS.deleteAccount);
       if (!errors) throw err;
-      await renderDelete(ctx, user, errors, statusOf(err));
+      await renderDelete(ctx, user, errors, formStatus(err));
       return;
     }
     await deps.sessions.signOut(ctx);

@@ -1,4 +1,5 @@
-import { AppError, ConflictError, ValidationError, type FieldProblem } from '../errors.js';
+import type { Context } from 'koa';
+import { AppError, ConflictError, RetryLaterError, ValidationError, type FieldProblem } from '../errors.js';
 
 /**
  * The labels of the forms' fields, by form and field name: the one place a field's name in words
@@ -57,4 +58,21 @@ function inWords(problem: FieldProblem, label: string | undefined): string {
 /** A message that does not start with a label still starts as a sentence. */
 function sentence(message: string): string {
   return message.charAt(0).toUpperCase() + message.slice(1);
+}
+
+/**
+ * `formErrors`, and besides: a limit's refusal (429) or a busy server (503) shown on
+ * `fallbackField`, with its Retry-After set.
+ */
+export function formErrorsOrRetry(ctx: Context, err: unknown, fallbackField: string, labels: Labels): Record<string, string> | undefined {
+  if (err instanceof RetryLaterError) {
+    ctx.set('Retry-After', String(err.retryAfterS));
+    return { [fallbackField]: err.message };
+  }
+  return formErrors(err, labels);
+}
+
+/** The status a form re-shown with its errors answers: the error's own, else 400. */
+export function formStatus(err: unknown): number {
+  return err instanceof AppError ? err.status : 400;
 }

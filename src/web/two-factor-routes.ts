@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
-import { AppError, RetryLaterError } from '../errors.js';
 import {
   confirmTotp,
   disableTwoFactor,
@@ -11,6 +10,7 @@ import {
   type TwoFactorDeps,
 } from '../services/two-factor.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
+import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
 import { render } from './render.js';
 
@@ -89,10 +89,10 @@ export function twoFactorRoutes(deps: WebDeps): Router {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
       showCodesOnce(ctx, user, codes, 'Two-factor authentication is on');
     } catch (err) {
-      const errors = codeError(ctx, err);
+      const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
       if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
-      await renderSetup(ctx, user, errors, statusOf(err));
+      await renderSetup(ctx, user, errors, formStatus(err));
     }
   });
 
@@ -114,9 +114,9 @@ export function twoFactorRoutes(deps: WebDeps): Router {
       const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx).code ?? '', ctx.ip);
       showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
-      const errors = codeError(ctx, err);
+      const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { regenerate_code: errors.code! }, statusOf(err));
+      await renderStatus(ctx, user, { regenerate_code: errors.code ?? '' }, formStatus(err));
     }
   });
 
@@ -126,9 +126,9 @@ export function twoFactorRoutes(deps: WebDeps): Router {
       await disableTwoFactor(settings, user, formFields(ctx).code ?? '', ctx.ip);
       ctx.redirect(`${BASE}?notice=disabled`);
     } catch (err) {
-      const errors = codeError(ctx, err);
+      const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { disable_code: errors.code! }, statusOf(err));
+      await renderStatus(ctx, user, { disable_code: errors.code ?? '' }, formStatus(err));
     }
   });
 
@@ -140,18 +140,4 @@ const codesFlashFor = (user: UserRow) => `recovery-codes:${user.id}`;
 /** The name the authenticator app shows beside the account: the issuer's host. */
 function issuerName(deps: WebDeps): string {
   return `Horizon ID (${new URL(deps.config.issuer).host})`;
-}
-
-/** A wrong code (or a limit's refusal) as the code field's error; anything else is not the form's. */
-function codeError(ctx: Context, err: unknown): { code: string } | undefined {
-  if (err instanceof RetryLaterError) {
-    ctx.set('Retry-After', String(err.retryAfterS));
-    return { code: err.message };
-  }
-  if (err instanceof AppError && err.field === 'code') return { code: err.message };
-  return undefined;
-}
-
-function statusOf(err: unknown): number {
-  return err instanceof AppError ? err.status : 400;
 }
