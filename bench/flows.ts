@@ -14,10 +14,10 @@ export interface OAuthClient {
   redirectUri: string;
 }
 
-type PageStep = (html: string) => { path: string; fields: Record<string, string> };
+export type PageStep = (html: string) => { path: string; fields: Record<string, string> };
 
 /** Follows the flow from the authorize URL to the callback, answering pages with `onPage`; returns the code. */
-async function authorizeToCode(browser: Browser, start: string, redirectUri: string, onPage?: PageStep): Promise<string> {
+export async function authorizeToCode(browser: Browser, start: string, redirectUri: string, onPage?: PageStep): Promise<string> {
   let reply = await browser.get(start);
   for (let step = 0; step < 12; step += 1) {
     if (reply.status >= 300 && reply.status < 400 && reply.location) {
@@ -56,7 +56,7 @@ export function ourExchangePath(client: OAuthClient, code: string): string {
   return `/login/oauth/access_token?${new URLSearchParams({ client_id: client.clientId, client_secret: client.clientSecret, code, redirect_uri: client.redirectUri })}`;
 }
 
-function signInAndConsent(login: { login: string; password: string }): PageStep {
+export function signInAndConsent(login: { login: string; password: string }): PageStep {
   return (html) => {
     const _csrf = csrfFrom(html);
     if (html.includes('name="password"')) return { path: formAction(html, '/login'), fields: { _csrf, ...login } };

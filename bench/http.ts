@@ -14,6 +14,7 @@ export interface Reply {
   /** Seconds, from a Retry-After header. */
   retryAfter: number | undefined;
   setCookies: string[];
+  headers: http.IncomingHttpHeaders;
   body: string;
 }
 
@@ -34,6 +35,7 @@ export function send(
           location: res.headers.location,
           retryAfter: res.headers['retry-after'] === undefined ? undefined : Number(res.headers['retry-after']),
           setCookies: cookies,
+          headers: res.headers,
           body: Buffer.concat(chunks).toString('utf8'),
         });
       });

@@ -2,8 +2,8 @@ import { CEILING_OF, type Row } from './scenarios.js';
 
 /** The results table and the targets of the issue, as Markdown (printed and written to docs/benchmarks.md). */
 
-const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
-const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? fmt(n) : fmt(n, 1)) : 'n/a');
+export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
+export const ms = (n: number) => (Number.isFinite(n) ? (n >= 100 ? fmt(n) : fmt(n, 1)) : 'n/a');
 
 function find(rows: Row[], profile: Row['profile'], scenario: Row['scenario']): Row | undefined {
   return rows.find((r) => r.profile === profile && r.scenario === scenario);
@@ -38,7 +38,7 @@ interface Verdict {
   met: boolean | undefined;
 }
 
-const mark = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? '**met**' : '**missed**');
+export const mark = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? '**met**' : '**missed**');
 
 /** The issue's targets, judged on one profile's rows (they are stated for PostgreSQL + Redis). */
 export function targets(rows: Row[], profile: Row['profile']): Verdict[] {
