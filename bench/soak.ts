@@ -413,9 +413,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     clearInterval(sampler);
     const elapsedS = (Date.now() - t0) / 1000;
 
-    return {
-      ...report({ o, tally, restarts, rss, loads, crossRestart, leftAtEnd: left.length, stats: proxy.stats, elapsedS }),
-    };
+    return report({ o, tally, restarts, rss, loads, crossRestart, leftAtEnd: left.length, stats: proxy.stats, elapsedS });
   } finally {
     await proxy?.close();
     for (const instance of instances) await instance.stop().catch(() => {});
