@@ -2,8 +2,17 @@ import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 
 /**
  * What the SQL and Redis adapters share. Both key every entry by `digest(id)` and never store
- * `jti` (it equals the id), so a copy of the storage holds no token anyone could present.
+ * `jti` (it equals the id), so a copy of the storage holds no token anyone could present; the one
+ * exception is a device code (see KEEPS_ITS_ID).
  */
+
+/**
+ * A DeviceCode is found by the user code the person types (findByUserCode) and then saved again
+ * with the person's approval under its own id: without that id, the save would make a new entry
+ * the device never polls. So a device code keeps its id in its entry, for its short life
+ * (DEVICE_CODE_TTL_S, ten minutes by default) and until redeemed once.
+ */
+const KEEPS_ITS_ID = new Set(['DeviceCode']);
 
 /**
  * oidc-provider's adapter, and one more method: removing a session by its uid, which is all that
@@ -34,8 +43,20 @@ export function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
 
-export function toStored(payload: AdapterPayload): string {
-  const { jti: _id, ...rest } = payload;
+/**
+ * How long an entry is kept: its lifetime, except a DeviceCode's, kept ten minutes longer. The
+ * library checks a device code's expiry itself: a device polling with an expired code is told
+ * `expired_token`, and a person entering its user code that it expired, only while the entry is
+ * still there to find.
+ */
+export function keptFor(model: string, expiresIn: number | undefined): number | undefined {
+  if (typeof expiresIn !== 'number') return undefined;
+  return model === 'DeviceCode' ? expiresIn + 600 : expiresIn;
+}
+
+export function toStored(payload: AdapterPayload, model?: string): string {
+  const { jti, ...rest } = payload;
+  if (model && KEEPS_ITS_ID.has(model) && jti) (rest as AdapterPayload).jti = jti;
   // An Interaction copies its session's id (the session cookie's value) as session.cookie;
   // nothing in oidc-provider or here reads it back, so it is not kept either.
   const session = rest.session as Record<string, unknown> | undefined;
@@ -47,10 +68,10 @@ export function toStored(payload: AdapterPayload): string {
 }
 
 /**
- * The payload an entry stands for. `jti` is restored only when the caller looked the entry up by
- * its id. findByUid and findByUserCode have no id to give back, which is fine: Session.findByUid
- * is only read (accountId and grant checks of an interaction or a session-bound token), never
- * saved, and the device flow, the only caller of findByUserCode, is disabled.
+ * The payload an entry stands for. `jti` is restored when the caller looked the entry up by its
+ * id; findByUid has no id to give back, which is fine: Session.findByUid is only read (accountId
+ * and grant checks of an interaction or a session-bound token), never saved. findByUserCode finds
+ * a DeviceCode, which kept its id (KEEPS_ITS_ID).
  */
 export function fromStored(stored: string, consumed: string | number | null | undefined, id?: string): AdapterPayload {
   const payload = JSON.parse(stored) as AdapterPayload;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored, type StoreAdapter } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, keptFor, nowSeconds, toStored, type StoreAdapter } from './common.js';
 
 /*
  * Key layout (prefix `idp:` by default):
@@ -134,8 +134,9 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
     return {
       async upsert(id, payload, expiresIn) {
         const { grantId, uid, userCode } = indexesOf(model, payload);
-        const ttl = typeof expiresIn === 'number' ? Math.round(expiresIn * 1000) : '';
-        await upsert(entryKey(id), keyPrefix, toStored(payload), ttl, grantId ?? '', uid ?? '', userCode ?? '');
+        const kept = keptFor(model, expiresIn);
+        const ttl = kept !== undefined ? Math.round(kept * 1000) : '';
+        await upsert(entryKey(id), keyPrefix, toStored(payload, model), ttl, grantId ?? '', uid ?? '', userCode ?? '');
       },
 
       async find(id) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
-import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, nowSeconds, toStored, type StoreAdapter } from './common.js';
+import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, keptFor, nowSeconds, toStored, type StoreAdapter } from './common.js';
 
 const TABLE = 'oidc_models';
 
@@ -30,16 +30,17 @@ export function createSqlAdapter(db: Knex): (model: string) => StoreAdapter {
 
     return {
       async upsert(id, payload, expiresIn) {
+        const kept = keptFor(model, expiresIn);
         const { grantId, uid, userCode } = indexesOf(model, payload);
         await db(TABLE)
           .insert({
             model,
             id: digest(id),
-            payload: toStored(payload),
+            payload: toStored(payload, model),
             grant_id: grantId ?? null,
             uid: uid ?? null,
             user_code: userCode ?? null,
-            expires_at: typeof expiresIn === 'number' ? Math.floor(Date.now() / 1000 + expiresIn) : null,
+            expires_at: kept !== undefined ? Math.floor(Date.now() / 1000 + kept) : null,
             consumed_at: null,
           })
           .onConflict(['model', 'id'])

@@ -54,6 +54,9 @@ const schema = z
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     SHUTDOWN_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(10),
+    // The device authorization grant: how long a user code may be entered, and how often the device may poll.
+    DEVICE_CODE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(600),
+    DEVICE_POLL_INTERVAL_S: z.coerce.number().int().min(1).max(60).default(5),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -152,6 +155,11 @@ export interface Config {
   metrics: { host: string; port: number } | undefined;
   /** On SIGTERM or SIGINT, how long requests in flight may take to finish before they are cut. */
   shutdownTimeoutS: number;
+  /**
+   * The device authorization grant (RFC 8628): a device code and its user code last `codeTtlS`;
+   * the device polls the token endpoint at most once every `pollIntervalS` (faster is `slow_down`).
+   */
+  deviceFlow: { codeTtlS: number; pollIntervalS: number };
 }
 
 export class ConfigError extends Error {}
@@ -208,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
     metrics: e.METRICS_PORT === undefined ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
+    deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
   };
 }
 
@@ -229,6 +238,8 @@ const RANGES: Record<string, string> = {
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',
   SHUTDOWN_TIMEOUT_S: 'must be a whole number of seconds from 1 to 3600',
+  DEVICE_CODE_TTL_S: 'must be a whole number of seconds from 1 to 86400',
+  DEVICE_POLL_INTERVAL_S: 'must be a whole number of seconds from 1 to 60',
   DATABASE_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 600000',
   REDIS_TIMEOUT_MS: 'must be a number of milliseconds from 50 to 600000',
 };

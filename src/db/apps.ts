@@ -13,6 +13,10 @@ export interface AppRow {
   sign_out_urls: string;
   /** Fixed when the application is registered: a public client has no secret and must use PKCE. */
   client_type: ClientType;
+  /** May use the device authorization grant (RFC 8628); SQLite reads a boolean back as 0 or 1. */
+  device_flow: boolean | number;
+  /** Its authorization requests must be pushed first (RFC 9126); 0 or 1 on SQLite. */
+  require_pushed_authorization_requests: boolean | number;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -84,7 +88,7 @@ export async function insertApp(
 export async function updateApp(
   db: Knex,
   id: number,
-  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls'> & { at: string },
+  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls' | 'device_flow' | 'require_pushed_authorization_requests'> & { at: string },
 ): Promise<void> {
   const { at, ...rest } = fields;
   await db('oauth_apps').where({ id }).update({ ...rest, updated_at: at });

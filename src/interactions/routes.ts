@@ -66,7 +66,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
       scopes: requested.filter(isScope).map((scope) => ({ scope, description: SCOPES[scope] })),
       // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
       ignoredScopes: ignored,
-      sentTo: originOf(String(interaction.params.redirect_uri ?? '')),
+      // A device flow has no redirect: the device that showed the code gets the tokens.
+      sentTo: interaction.deviceCode ? null : originOf(String(interaction.params.redirect_uri ?? '')),
     });
   }
 
@@ -201,9 +202,12 @@ type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
  * The authorization request that started the flow, as a same-site path: signing up, a mailed
  * link, or "Not you?" start the flow again from it. A new interaction is made then, which finds
  * the session as it now is (signed in, or signed out) and so the right next step, even once
- * this interaction has expired.
+ * this interaction has expired. A device flow has no authorization request to repeat (its code
+ * was entered once): it resumes at the verification page's own address for it, which asks the
+ * session again while the device code lasts.
  */
-export function flowStart(interaction: Pick<Interaction, 'params'>): string {
+export function flowStart(interaction: Pick<Interaction, 'params' | 'deviceCode' | 'returnTo'>): string {
+  if (interaction.deviceCode) return new URL(interaction.returnTo).pathname;
   const { [IGNORED_SCOPE_PARAM]: ignored, ...params } = interaction.params;
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {

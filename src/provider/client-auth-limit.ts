@@ -5,7 +5,7 @@ import { parsedForm } from './forms.js';
 
 /**
  * Failed client authentications are counted per client_id on the routes that authenticate
- * clients (token, revocation, introspection); past the limit the client is refused with a 429
+ * clients (token, revocation, introspection, device authorization, PAR); past the limit the client is refused with a 429
  * before its secret is even compared, until the window ends. Runs after the form body has been
  * read (readFormBodies), so the refusal never leaves a body unread on a kept-alive connection.
  */

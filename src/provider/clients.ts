@@ -14,6 +14,10 @@ import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
  */
 const PLACEHOLDER_SECRET = randomBytes(32).toString('base64url');
 
+const CODE_GRANTS = ['authorization_code', 'refresh_token'];
+/** RFC 8628's grant type, which an application opts into (Enable Device Flow). */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
 export function createClientAdapter(db: Knex): Adapter {
   const unsupported = async (): Promise<never> => {
     throw new Error('clients are managed in the oauth_apps table, not through the adapter');
@@ -39,8 +43,11 @@ export function createClientAdapter(db: Knex): Adapter {
         redirect_uris: [app.callback_url],
         // RP-initiated logout returns only to one of these, matched exactly (a web client's rule).
         post_logout_redirect_uris: signOutUrlsOf(app),
-        grant_types: ['authorization_code', 'refresh_token'],
+        // The device grant only for an application that enabled it: without it, the device
+        // authorization endpoint answers unauthorized_client (the library's grant type check).
+        grant_types: app.device_flow ? [...CODE_GRANTS, DEVICE_CODE_GRANT] : CODE_GRANTS,
         response_types: ['code'],
+        require_pushed_authorization_requests: Boolean(app.require_pushed_authorization_requests),
         id_token_signed_response_alg: 'RS256',
         secret_digests: secrets.map((s) => `${s.id}:${s.digest}`),
         group_id: app.group_id,

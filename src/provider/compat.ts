@@ -23,7 +23,8 @@ type Query = Record<string, string | string[] | undefined>;
  */
 export function authorizeQueryDefaults(authorizationPath: string) {
   return async function defaultAuthorizeQuery(ctx: Context, next: Next): Promise<void> {
-    if (ctx.path === authorizationPath && ctx.method === 'GET') {
+    // A pushed request (request_uri) carries its own parameters; they were checked when pushed.
+    if (ctx.path === authorizationPath && ctx.method === 'GET' && ctx.query.request_uri === undefined) {
       const query = authorizeQuery(ctx.query);
       if (query) ctx.query = query;
     }

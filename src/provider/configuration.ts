@@ -20,10 +20,15 @@ export const ROUTES = {
   userinfo: '/login/oauth/userinfo',
   jwks: '/login/oauth/jwks',
   end_session: '/login/oauth/logout',
+  // RFC 8628: the device asks for a code here; the person enters it at the verification page.
+  device_authorization: '/login/oauth/device/code',
+  code_verification: '/login/device',
+  // RFC 9126: the client pushes its authorization request here, then sends only its request_uri to authorize.
+  pushed_authorization_request: '/login/oauth/par',
 } as const;
 
 /** The provider's routes a browser navigates to: their errors are pages, every other route's are JSON. */
-const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success']);
+const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success', 'code_verification', 'device_resume']);
 
 export interface ConfigurationDeps {
   config: Config;
@@ -67,8 +72,8 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // The authorization code flow only.
     responseTypes: ['code'],
     routes: ROUTES,
-    // Lifetimes of codes, tokens, sessions and grants (vocabulary.ts).
-    ttl: TTL,
+    // Lifetimes of codes, tokens, sessions and grants (vocabulary.ts); a device code's is DEVICE_CODE_TTL_S.
+    ttl: { ...TTL, DeviceCode: config.deviceFlow.codeTtlS },
     // A confidential client proves itself with its secret, in HTTP Basic or in the form; a public
     // client (native or single-page application, registered as such) sends only its client_id.
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -108,10 +113,27 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
         postLogoutSuccessSource: pages.postLogoutSuccessSource,
       },
       // On by default in v9 and so advertised in discovery, but our API does not verify DPoP
-      // proofs (a DPoP-bound token would pass as a plain bearer) and nothing here needs PAR:
-      // off, and not advertised, until each works end to end.
+      // proofs (a DPoP-bound token would pass as a plain bearer): off, and not advertised.
       dPoP: { enabled: false },
-      pushedAuthorizationRequests: { enabled: false },
+      // RFC 9126 at /login/oauth/par: a client pushes its authorization request (authenticated
+      // as at the token endpoint) and sends only the request_uri to authorize. An application
+      // may require it (`require_pushed_authorization_requests`, clients.ts); no application
+      // must. The redirect_uri of a pushed request is the registered one, as at authorize.
+      pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false, allowUnregisteredRedirectUris: false },
+      // RFC 8628 for the applications that enable it (their grant_types, clients.ts): the device
+      // gets a code at /login/oauth/device/code; the person enters it at /login/device, signs in
+      // and consents through the flow's own pages (interactions/), and the device polls the token
+      // endpoint. The code-entry, confirmation and result pages are the site's (pages.ts).
+      deviceFlow: {
+        enabled: true,
+        // Eight characters from 20 consonants, shown as XXXX-XXXX: no vowels, so no words, and
+        // nothing that reads as another character.
+        charset: 'base-20',
+        mask: '****-****',
+        userCodeInputSource: pages.userCodeInputSource,
+        userCodeConfirmSource: pages.userCodeConfirmSource,
+        successSource: pages.deviceSuccessSource,
+      },
       // Userinfo serves the claims of the granted OpenID Connect scopes.
       userinfo: { enabled: true },
     },
@@ -179,13 +201,15 @@ function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Pr
 }
 
 /**
- * Checked after the redirect_uri is trusted, so a missing state is redirected back as an error.
+ * Checked after the redirect_uri is trusted, so a missing state is redirected back as an error
+ * (at the PAR endpoint, which redirects nowhere, it is the endpoint's JSON error).
  * A request with a PKCE challenge may leave state out: the challenge already binds the code to
  * the browser that started the flow (RFC 9700 §2.1), and clients such as Auth.js rely on it by
  * default and send no state.
  */
 async function requireStateWithoutPkce(ctx: KoaContextWithOIDC, value: string | undefined): Promise<void> {
-  if (ctx.oidc.route === 'authorization' && !value && !ctx.oidc.params?.code_challenge) {
+  const route = ctx.oidc.route;
+  if ((route === 'authorization' || route === 'pushed_authorization_request') && !value && !ctx.oidc.params?.code_challenge) {
     throw new errors.InvalidRequest("missing required parameter 'state'");
   }
 }

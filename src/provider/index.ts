@@ -15,6 +15,7 @@ import {
   tokenResponseWithExpireIn,
 } from './compat.js';
 import { providerConfiguration, ROUTES } from './configuration.js';
+import { deviceAuthorizationResponse, devicePollInterval } from './device-flow.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import type { ProviderKeys } from './keys.js';
@@ -56,7 +57,9 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenRequestWithoutBody(ROUTES.token));
   provider.use(providerFormBodies());
   provider.use(tokenParametersInQuery(ROUTES.token));
-  provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection]));
+  provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection, ROUTES.device_authorization, ROUTES.pushed_authorization_request]));
+  provider.use(devicePollInterval(deps.limits, ROUTES.token));
+  provider.use(deviceAuthorizationResponse(ROUTES.device_authorization, config.deviceFlow.pollIntervalS));
   provider.use(authorizeQueryDefaults(ROUTES.authorization));
   provider.use(oauthMetadataAddress);
   provider.use(authorizeRedirectsAs302);

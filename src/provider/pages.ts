@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
-import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { ErrorOut, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { findUserById, type UserRow } from '../db/users.js';
 import { isDisabled } from '../policies/site.js';
@@ -100,6 +100,63 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     },
 
     /**
+     * The device flow's code-entry page at /login/device (`deviceFlow.userCodeInputSource`), and
+     * where the library sends every error of that flow. A code that is wrong, expired or used is
+     * said beside the field, with the code kept; a flow the person cancelled (at the confirmation
+     * or the consent page) or that failed ends on a page of its own. The form is the library's
+     * (its address, its one-time `xsrf`), without its inline script.
+     */
+    async userCodeInputSource(ctx: KoaContextWithOIDC, _form: string, out?: ErrorOut, err?: Error & { userCode?: string }): Promise<void> {
+      const currentUser = await signedInUser(ctx);
+      const action = ctx.oidc.urlFor('code_verification');
+      if (err && !(err.name in CODE_PROBLEMS)) {
+        const aborted = err.name === 'AbortedError';
+        render(ctx, 'device/result', {
+          title: 'Device not connected',
+          currentUser,
+          outcome: 'failed',
+          action,
+          message: aborted
+            ? 'You cancelled: the device was not given access to your account.'
+            : `The device could not be connected: ${String(out?.error_description ?? out?.error ?? 'the request failed')}. Start again on the device.`,
+        }, aborted ? 200 : ctx.status >= 400 ? ctx.status : 400);
+        return;
+      }
+      render(ctx, 'device/code', {
+        title: 'Connect a device',
+        currentUser,
+        action,
+        xsrf: sessionSecret(ctx),
+        userCode: err?.userCode ?? '',
+        problem: err ? CODE_PROBLEMS[err.name] : null,
+      }, 200);
+    },
+
+    /** "Connect <application>?": the code and where the request came from, before sign-in and consent. */
+    async userCodeConfirmSource(ctx: KoaContextWithOIDC, _form: string, client: { clientName?: string; clientId: string }, deviceInfo: { ip?: string; ua?: string } | undefined, userCode: string): Promise<void> {
+      render(ctx, 'device/confirm', {
+        title: `Connect ${client.clientName ?? client.clientId}?`,
+        currentUser: await signedInUser(ctx),
+        appName: client.clientName ?? client.clientId,
+        device: { ip: deviceInfo?.ip ?? '', ua: deviceInfo?.ua ?? '' },
+        userCode,
+        action: ctx.oidc.urlFor('code_verification'),
+        xsrf: sessionSecret(ctx),
+      }, 200);
+    },
+
+    /** The device flow's end, once the person consented: the device's next poll gets its tokens. */
+    async deviceSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
+      render(ctx, 'device/result', {
+        title: 'Device connected',
+        currentUser: await signedInUser(ctx),
+        outcome: 'success',
+        appName: clientName(ctx) ?? '',
+        action: ctx.oidc.urlFor('code_verification'),
+      }, 200);
+    },
+
+    /**
      * With nobody signed in, the library answers the logout request with a page whose inline
      * script submits its form at once. The same form here, submitted by /static/site.js (and by
      * its Continue button without scripts), so the person still goes straight back to the client.
@@ -117,6 +174,19 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
 }
 
 export type ProviderPages = ReturnType<typeof providerPages>;
+
+/** The library's errors about the code entered (lib/helpers/re_render_errors.js), said beside the field. */
+const CODE_PROBLEMS: Record<string, string> = {
+  NoCodeError: 'Enter the code your device shows.',
+  NotFoundError: 'This code is not right. Check it against your device and try again.',
+  ExpiredError: 'This code has expired. Start again on your device to get a new one.',
+  AlreadyUsedError: 'This code was used already. Start again on your device to get a new one.',
+};
+
+/** The one-time value the library's device forms carry (`xsrf`), kept in the session's state. */
+function sessionSecret(ctx: KoaContextWithOIDC): string {
+  return (ctx.oidc.session?.state as { secret?: string } | undefined)?.secret ?? '';
+}
 
 /**
  * The logout request of a person who is not signed in: the library answers it with a page that

@@ -104,6 +104,8 @@ export async function createApplication(
       callback_url: data.callbackURL,
       sign_out_urls: apps.storedSignOutUrls(data.signOutRedirectURLs),
       client_type: data.type,
+      device_flow: data.deviceFlow,
+      require_pushed_authorization_requests: data.requirePushedAuthorizationRequests,
       created_by: auditActorId(actor),
       at,
     });
@@ -124,11 +126,19 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
     description: data.description ?? app.description,
     callback_url: data.callbackURL ?? app.callback_url,
     sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
+    device_flow: data.deviceFlow ?? Boolean(app.device_flow),
+    require_pushed_authorization_requests: data.requirePushedAuthorizationRequests ?? Boolean(app.require_pushed_authorization_requests),
   };
   const at = now();
   const changes = changedFields(
-    { name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app) },
-    { name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields) },
+    {
+      name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app),
+      deviceFlow: Boolean(app.device_flow), requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
+    },
+    {
+      name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields),
+      deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
+    },
   );
   await db.transaction(async (trx) => {
     await apps.updateApp(trx, app.id, { ...fields, at });

@@ -113,6 +113,7 @@ export class Limits {
   private readonly verifyEmail?: Counter;
   private readonly resetEmail?: Counter;
   private readonly resetIp?: Counter;
+  private readonly devicePoll: RateLimiterAbstract;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
@@ -141,6 +142,8 @@ export class Limits {
     if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
     if (limits.resetEmail) this.resetEmail = counter('reset-email', limits.resetEmail);
     if (limits.resetIp) this.resetIp = counter('reset-ip', limits.resetIp);
+    // Not a limit one turns off: RFC 8628's polling interval, which the device is told.
+    this.devicePoll = store({ keyPrefix: 'device-poll', points: 1, duration: config.deviceFlow.pollIntervalS });
   }
 
   /**
@@ -258,6 +261,17 @@ export class Limits {
       allowance: { limit, used, remaining: Math.max(0, limit - used), resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000) },
       retryAfterS: retryAfterS(res),
     };
+  }
+
+  /**
+   * One poll of the token endpoint with a device code (by its digest): false when the same code
+   * was polled less than the polling interval ago, which RFC 8628 answers with `slow_down`. The
+   * interval counts from the poll that opened it; a refused poll does not push it further.
+   */
+  async devicePollAllowed(deviceCodeDigest: string): Promise<boolean> {
+    const { allowed } = await consume(this.devicePoll, deviceCodeDigest);
+    if (!allowed) this.metrics.rateLimited('device-poll');
+    return allowed;
   }
 
   /** Counts a refusal by `limit` and gives back the error to throw. */

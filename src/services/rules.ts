@@ -139,6 +139,18 @@ const clientType = z
     '`confidential` (the default): a server that keeps a client secret and authenticates with it at the token endpoint. `public`: a native or single-page application that cannot keep a secret: it gets none, its token requests carry only `client_id` (token_endpoint_auth_method `none`), and every authorization request must carry a PKCE `code_challenge` (S256). Fixed when the application is created.',
   );
 
+const deviceFlow = z
+  .boolean({ error: 'deviceFlow must be true or false' })
+  .describe(
+    'Enable Device Flow: the application may use the device authorization grant (RFC 8628, `POST /login/oauth/device/code`, then `grant_type=urn:ietf:params:oauth:grant-type:device_code` at the token endpoint) for devices without a browser. Off by default; while off, the device endpoint answers `unauthorized_client`.',
+  );
+
+const requirePushedAuthorizationRequests = z
+  .boolean({ error: 'requirePushedAuthorizationRequests must be true or false' })
+  .describe(
+    'Require pushed authorization requests (RFC 9126): an authorization request is taken only as a `request_uri` from `POST /login/oauth/par`; a plain one is refused. Off by default.',
+  );
+
 /** A new OAuth application; an unknown field is an error. */
 export const newApplication = z.strictObject({
   name,
@@ -147,18 +159,25 @@ export const newApplication = z.strictObject({
   callbackURL,
   signOutRedirectURLs: signOutRedirectURLs.default([]),
   type: clientType.default('confidential'),
+  deviceFlow: deviceFlow.default(false),
+  requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.default(false),
 });
 
 /**
  * An edit of an application names only the fields it changes. The defaults of the description ('')
- * and of the sign-out URLs ([]) are dropped here: with them, an edit that leaves one out would
+ * and of the sign-out URLs ([]) and of the two switches (false) are dropped here: with them, an edit that leaves one out would
  * silently empty it. The type is not among them: a public client's tokens were issued without a
  * secret, so it stays what it was registered as.
  */
 export const applicationChanges = newApplication
   .omit({ type: true })
   .partial()
-  .extend({ description: description.unwrap().optional(), signOutRedirectURLs: signOutRedirectURLs.optional() });
+  .extend({
+    description: description.unwrap().optional(),
+    signOutRedirectURLs: signOutRedirectURLs.optional(),
+    deviceFlow: deviceFlow.optional(),
+    requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.optional(),
+  });
 
 /** A new client secret takes no options: an empty body, or `{}`. */
 export const newSecret = z.strictObject({});

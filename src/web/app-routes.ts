@@ -35,8 +35,10 @@ type Ctx = Context;
 
 /** An application's fields with the labels people know from GitHub, and the sign-out URLs; the form field names are the API's. */
 const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs'] as const;
-type AppForm = Record<(typeof FIELDS)[number], string>;
-const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '' };
+/** The two switches, checkboxes: an unchecked one sends nothing, which is off. */
+const SWITCHES = ['deviceFlow', 'requirePushedAuthorizationRequests'] as const;
+type AppForm = Record<(typeof FIELDS)[number], string> & Record<(typeof SWITCHES)[number], boolean>;
+const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '', deviceFlow: false, requirePushedAuthorizationRequests: false };
 
 const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, generate a new one and revoke the old one.';
 
@@ -67,7 +69,10 @@ const LIST_LIMIT = 200;
 
 function appForm(ctx: Ctx): AppForm {
   const form = formFields(ctx);
-  return Object.fromEntries(FIELDS.map((field) => [field, form[field] ?? ''])) as AppForm;
+  return {
+    ...Object.fromEntries(FIELDS.map((field) => [field, form[field] ?? ''])),
+    ...Object.fromEntries(SWITCHES.map((field) => [field, form[field] === 'on'])),
+  } as AppForm;
 }
 
 /** The form as the services take it: the sign-out URLs are one a line in their text box, blank lines ignored. */
@@ -83,6 +88,8 @@ function formOf(app: AppRow): AppForm {
     description: app.description,
     callbackURL: app.callback_url,
     signOutRedirectURLs: signOutUrlsOf(app).join('\n'),
+    deviceFlow: Boolean(app.device_flow),
+    requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
   };
 }
 

@@ -17,6 +17,8 @@ export const LABELS = {
     callbackURL: 'Authorization callback URL',
     signOutRedirectURLs: 'Sign-out redirect URLs',
     type: 'Application type',
+    deviceFlow: 'Enable Device Flow',
+    requirePushedAuthorizationRequests: 'Require pushed authorization requests',
   },
   token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration' },
   profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },

@@ -224,9 +224,12 @@ function contract(storage: () => Storage) {
     expect(await adapter('Session').findByUid(moved.uid)).to.deep.equal(withoutJti(moved));
   });
 
-  it('finds a device code by user code, without jti', async () => {
-    const { payload } = await saved('DeviceCode', { userCode: 'BCDF-GHJK', grantId: newId() });
-    expect(await adapter('DeviceCode').findByUserCode('BCDF-GHJK')).to.deep.equal(withoutJti(payload));
+  it('finds a device code by user code, with its jti, so the approval saves over the same entry', async () => {
+    const { id, payload } = await saved('DeviceCode', { userCode: 'BCDF-GHJK', grantId: newId() });
+    const found = await adapter('DeviceCode').findByUserCode('BCDF-GHJK');
+    expect(found).to.deep.equal(payload);
+    await adapter('DeviceCode').upsert(id, { ...found, accountId: '7' }, 60);
+    expect(await adapter('DeviceCode').find(id)).to.deep.include({ accountId: '7', jti: id });
   });
 
   it('revokes every grantable token of a grant', async () => {

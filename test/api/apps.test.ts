@@ -72,8 +72,23 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(data.secretId).to.equal(secret!.id);
       expect(data.secrets).to.deep.equal([{ id: secret!.id, lastFour: data.clientSecret.slice(-4), createdAt: data.createdAt, lastUsedAt: null }]);
       expect(Object.keys(data).sort()).to.deep.equal(
-        ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'groupId', 'homepageURL', 'name', 'secretId', 'secrets', 'signOutRedirectURLs', 'type', 'updatedAt'],
+        ['callbackURL', 'clientID', 'clientSecret', 'createdAt', 'description', 'deviceFlow', 'groupId', 'homepageURL', 'name', 'requirePushedAuthorizationRequests', 'secretId', 'secrets', 'signOutRedirectURLs', 'type', 'updatedAt'],
       );
+      expect(data).to.include({ deviceFlow: false, requirePushedAuthorizationRequests: false });
+    });
+
+    it('turns deviceFlow and requirePushedAuthorizationRequests on at creation and off by an edit, keeping them when left out', async () => {
+      const { group, token } = await owned();
+      const app = await created(token, group.id, { ...VALID, deviceFlow: true, requirePushedAuthorizationRequests: true });
+      const read = await api(token, 'GET', `/oauth-apps/${app.clientID}`);
+      expect(read.body.data).to.include({ deviceFlow: true, requirePushedAuthorizationRequests: true });
+      const renamed = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { name: 'Renamed' });
+      expect(renamed.body.data).to.include({ deviceFlow: true, requirePushedAuthorizationRequests: true });
+      const off = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { deviceFlow: false });
+      expect(off.body.data).to.include({ deviceFlow: false, requirePushedAuthorizationRequests: true });
+      const wrong = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { deviceFlow: 'yes' });
+      expectApiError(wrong, 400, 'invalid_request');
+      expect(wrong.body.error_description).to.include('deviceFlow');
     });
 
     it('creates without a description (it defaults to empty)', async () => {

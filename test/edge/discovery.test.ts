@@ -24,13 +24,15 @@ describeEachProfile('honest discovery', (profile) => {
     expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
   });
 
-  it('does not advertise pushed authorization requests', () => {
-    expect(Object.keys(doc).filter((key) => key.includes('pushed_authorization'))).to.deep.equal([]);
+  it('advertises pushed authorization requests and the device flow at their routes, required of no client by default', () => {
+    expect(doc.pushed_authorization_request_endpoint).to.equal(`${server.url}/login/oauth/par`);
+    expect(doc.require_pushed_authorization_requests).to.equal(undefined);
+    expect(doc.device_authorization_endpoint).to.equal(`${server.url}/login/oauth/device/code`);
   });
 
-  it('answers a pushed authorization request with 404', async () => {
+  it('answers a pushed authorization request at /login/oauth/par only', async () => {
     const app = await makeClient(server.db);
-    for (const path of ['/request', '/login/oauth/par']) {
+    for (const [path, status] of [['/request', 404], ['/login/oauth/par', 201]] as const) {
       const res = await fetch(`${server.url}${path}`, {
         method: 'POST',
         headers: {
@@ -39,7 +41,7 @@ describeEachProfile('honest discovery', (profile) => {
         },
         body: new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: CALLBACK, scope: 'openid', state: 's' }).toString(),
       });
-      expect(res.status, path).to.equal(404);
+      expect(res.status, path).to.equal(status);
     }
   });
 

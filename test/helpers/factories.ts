@@ -25,13 +25,20 @@ export async function makeGroup(db: Knex, ownerId: number, overrides: { name?: s
   return createGroup(db, { userId: ownerId, ip: null }, { name: overrides.name ?? `Group ${path}`, path });
 }
 
-export async function makeApp(db: Knex, ownerId: number, groupId: number, overrides: { callbackURL?: string; name?: string; type?: 'confidential' | 'public' } = {}) {
+export async function makeApp(
+  db: Knex,
+  ownerId: number,
+  groupId: number,
+  overrides: { callbackURL?: string; name?: string; type?: 'confidential' | 'public'; deviceFlow?: boolean; requirePushedAuthorizationRequests?: boolean } = {},
+) {
   const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
     homepageURL: 'https://app.example.test',
     description: 'An application for tests',
     callbackURL: overrides.callbackURL ?? CALLBACK,
     type: overrides.type,
+    deviceFlow: overrides.deviceFlow,
+    requirePushedAuthorizationRequests: overrides.requirePushedAuthorizationRequests,
   });
   // A public application has no secret: its clientSecret and secretId are empty.
   return { app, clientId: app.client_id, clientSecret: secret?.secret ?? '', secretId: secret?.id ?? 0 };

@@ -45,6 +45,7 @@ describe('loadConfig', () => {
       requireVerifiedEmail: false,
       metrics: undefined,
       shutdownTimeoutS: 10,
+      deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
     });
   });
 

@@ -190,6 +190,23 @@ describeEachProfile('OAuth application pages', (profile) => {
       expect(inputValue(res.text, 'callbackURL')).to.equal(changed.callbackURL);
     });
 
+    it('turns Enable Device Flow and Require pushed authorization requests on and off, each off by default', async () => {
+      const { group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      expect(await appRow(app.clientId)).to.deep.include({ device_flow: profile === 'sqlite' ? 0 : false });
+      expect(app.html).to.include('id="deviceFlow" name="deviceFlow" value="on"');
+      const fields = { name: VALID.name, homepageURL: VALID.homepageURL, description: '', callbackURL: VALID.callbackURL };
+      await client.submit(appPage(group, app.clientId), { ...fields, deviceFlow: 'on', requirePushedAuthorizationRequests: 'on' }).expect(302);
+      const on = await appRow(app.clientId);
+      expect(Boolean(on.device_flow) && Boolean(on.require_pushed_authorization_requests)).to.equal(true);
+      const page = await client.get(appPage(group, app.clientId)).expect(200);
+      expect(page.text).to.match(/name="deviceFlow" value="on"[^>]* checked/);
+      // An unchecked box sends nothing: off.
+      await client.submit(appPage(group, app.clientId), fields).expect(302);
+      const off = await appRow(app.clientId);
+      expect(Boolean(off.device_flow) || Boolean(off.require_pushed_authorization_requests)).to.equal(false);
+    });
+
     it('generates a second secret, shown once, and keeps the first', async () => {
       const { group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
