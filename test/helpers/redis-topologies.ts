@@ -90,7 +90,7 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-async function info(port: number, section: string): Promise<string> {
+export async function info(port: number, section: string): Promise<string> {
   const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0 });
   try {
     return await client.info(section);
@@ -155,7 +155,7 @@ export interface RedisSentinels {
   name: string;
   /** The port of the master the sentinels name now. */
   masterPort(): Promise<number>;
-  /** SENTINEL FAILOVER, then waits until the sentinels name the replica as master and it accepts writes. */
+  /** SENTINEL FAILOVER, then waits until the sentinels name the replica as master and the old master replicates it. */
   failover(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -222,6 +222,9 @@ export async function startSentinels(): Promise<RedisSentinels> {
       await waitFor(async () => (await masterPort()) !== before, () => 'the sentinels never named a new master', 30_000);
       const after = await masterPort();
       await waitFor(async () => (await info(after, 'replication')).includes('role:master'), () => `${after} never became a master`, 30_000);
+      // Until the sentinels turn the old master into a replica, it still takes writes that its
+      // resynchronisation then throws away.
+      await waitFor(async () => /role:slave[\s\S]*master_link_status:up/.test(await info(before, 'replication')), () => `${before} never became a replica of ${after}`, 30_000);
       return after;
     },
     stop: () => stopAll(servers),

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { connectRedis } from '../../src/storage.js';
+import { Redis } from 'ioredis';
+import { connectRedis, isStorageOutage, outageStore } from '../../src/storage.js';
 import { describeStorage, redisSpecific, redisStorage } from '../adapters/contract.js';
 import { startIdp, useHooks, waitFor } from '../helpers/app.js';
 import { makeClient } from '../helpers/factories.js';
@@ -13,6 +14,20 @@ describeTopology('Redis Sentinel (a master, a replica, 3 sentinels)', () => {
   const addresses = SENTINEL_PORTS.map((port) => ({ host: '127.0.0.1', port }));
 
   describeStorage('redis adapter behind Sentinels', true, async () => redisStorage(connectRedis({ kind: 'sentinel', sentinels: addresses, name: SENTINEL_NAME, password: undefined }, 2000)), redisSpecific);
+
+  it('fails a command when the sentinels name no master, as a Redis outage, instead of queueing it for ever', async function () {
+    this.timeout(10_000);
+    const away = connectRedis({ kind: 'sentinel', sentinels: addresses, name: 'nosuchmaster', password: undefined }, 500);
+    away.on('error', () => {});
+    try {
+      const err = await away.set('k', 'v').then(() => undefined, (e: unknown) => e);
+      expect(err, 'the command succeeded').to.be.instanceOf(Error);
+      expect(isStorageOutage(err), String(err)).to.equal(true);
+      expect(outageStore(err)).to.equal('redis');
+    } finally {
+      away.disconnect();
+    }
+  });
 
   describe('the service behind Sentinels', () => {
     const idp = useHooks(() => startIdp('sqlite', { REDIS_SENTINELS: sentinels.sentinels, REDIS_SENTINEL_NAME: sentinels.name, RATE_LIMIT_SIGNIN_ACCOUNT_IP: '3/1m' }), (i) => i.stop());
@@ -40,8 +55,19 @@ describeTopology('Redis Sentinel (a master, a replica, 3 sentinels)', () => {
       expect(await sentinels.failover()).to.equal(SENTINEL_REPLICA_PORT);
       // Requests during the switch may be refused (503); the service follows the new master by itself.
       await waitFor(async () => (await fetch(`${idp.url}/readyz`)).status === 200, () => '/readyz never answered 200 after the failover', 20_000);
-      await waitFor(async () => (await idp.idp.redis!.set(`failover-probe-${process.pid}`, '1').catch(() => undefined)) === 'OK', () => 'writes never reached the new master', 20_000);
-      await idp.idp.redis!.del(`failover-probe-${process.pid}`);
+      // The service's writes land on the new master (read there directly).
+      const probe = `failover-probe-${process.pid}`;
+      const newMaster = new Redis({ host: '127.0.0.1', port: SENTINEL_REPLICA_PORT });
+      try {
+        await waitFor(async () => {
+          const value = String(Math.random());
+          await idp.idp.redis!.set(probe, value).catch(() => undefined);
+          return (await newMaster.get(probe)) === value;
+        }, () => 'the service never wrote to the new master', 20_000);
+        await newMaster.del(probe);
+      } finally {
+        newMaster.disconnect();
+      }
 
       expect((await call(idp, '/apis/v2/user', { token: before.accessToken })).status).to.equal(200);
       await tokenLife(idp, client);
