@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { AdapterPayload } from 'oidc-provider';
 import { digest } from '../src/tokens.js';
 import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, keptFor, nowSeconds, toStored, type StoreAdapter } from './common.js';
 
 /*
- * Key layout (prefix `idp:` by default):
+ * Key layout (prefix `idp:` by default; `{idp}:` on a Redis Cluster, see below):
  *   idp:<Model>:<digest(id)>  hash: payload (JSON without jti), consumed, and the entry's
  *                             grantId / uid / userCode, so a script can clean its indexes up
  *   idp:uid:<uid>             Session entry key, same expiry as the entry
@@ -12,8 +12,15 @@ import { alreadyConsumed, assertStoredModel, fromStored, indexesOf, keptFor, now
  *   idp:grant:<grantId>       sorted set of entry keys scored by expiry (ms), living as long as
  *                             its longest-lived member
  * An index may outlive a re-save of its entry under another value; lookups and revocation check
- * the entry's own field instead of trusting the index. The scripts reach keys they build
- * themselves, which a single Redis allows; Redis Cluster would need hash tags.
+ * the entry's own field instead of trusting the index.
+ *
+ * Each script declares the key it is called for (and a save every key it writes), then reaches
+ * the keys named inside the entries and indexes it reads (an entry's old indexes, a grant's
+ * tokens). A Cluster runs a script on one node, and only over keys of one hash slot, so there
+ * every key of the adapter carries one hash tag, the prefix's own (`{idp}:AccessToken:…`): all of
+ * them live in one slot, on one master (and its replicas), and a grant's revocation stays one
+ * atomic script that no refresh-token rotation can interleave with. Outside a Cluster the prefix
+ * is left as it is, so existing deployments keep their sessions and tokens.
  */
 
 // Removes an entry with the uid/userCode indexes that still point at it (a newer entry may have
@@ -59,11 +66,13 @@ return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])
 // its uid/userCode indexes, and its grant's set. Server time, so the set's expiry and its
 // entries' TTLs are measured on the same clock; dead members are dropped so a long-lived grant's
 // set does not grow with every refresh.
-// KEYS[1] entry; ARGV: prefix, payload, ttl in ms ('' for none), grantId, uid, userCode ('' when absent).
+// KEYS: entry, grant set, uid index, userCode index (each named even when its value is absent);
+// ARGV: payload, ttl in ms ('' for none), grantId, uid, userCode ('' when absent).
 const UPSERT = `
-local key, prefix, ttl = KEYS[1], ARGV[1], ARGV[3]
-local indexes = { grantId = ARGV[4], uid = ARGV[5], userCode = ARGV[6] }
-local fields = { 'payload', ARGV[2] }
+local key, ttl = KEYS[1], ARGV[2]
+local indexes = { grantId = ARGV[3], uid = ARGV[4], userCode = ARGV[5] }
+local indexKeys = { uid = KEYS[3], userCode = KEYS[4] }
+local fields = { 'payload', ARGV[1] }
 for _, name in ipairs({ 'grantId', 'uid', 'userCode' }) do
   if indexes[name] ~= '' then fields[#fields + 1] = name; fields[#fields + 1] = indexes[name] end
 end
@@ -72,13 +81,13 @@ redis.call('HSET', key, unpack(fields))
 if ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
 for _, name in ipairs({ 'uid', 'userCode' }) do
   if indexes[name] ~= '' then
-    local index = prefix .. name .. ':' .. indexes[name]
+    local index = indexKeys[name]
     redis.call('SET', index, key)
     if ttl ~= '' then redis.call('PEXPIRE', index, ttl) end
   end
 end
 if indexes.grantId ~= '' then
-  local grant = prefix .. 'grant:' .. indexes.grantId
+  local grant = KEYS[2]
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
   redis.call('ZADD', grant, ttl == '' and '+inf' or now + ttl, key)
@@ -102,18 +111,31 @@ type Script = (...args: Array<string | number>) => Promise<unknown>;
  * A Lua script sent by its SHA1 (EVALSHA, loaded once per server): saves, consumes and
  * revocations are on the token endpoint's path, and sending the source every time costs both sides.
  */
-function script(redis: Redis, name: string, lua: string): Script {
+function script(redis: Redis | Cluster, name: string, lua: string, numberOfKeys = 1): Script {
   const command = `idp${name}`;
-  if (!(command in redis)) redis.defineCommand(command, { numberOfKeys: 1, lua });
+  if (!(command in redis)) redis.defineCommand(command, { numberOfKeys, lua });
   const run = (redis as unknown as Record<string, Script>)[command]!;
   return (...args) => run.apply(redis, args);
 }
 
-/** oidc-provider storage in Redis, keyed by digest(id); expiry is Redis's own. */
-export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPrefix?: string } = {}): (model: string) => StoreAdapter {
+/**
+ * The prefix as a hash tag, `idp:` → `{idp}:`, so that every key built on it hashes to the same
+ * Cluster slot; a prefix that already has a tag is kept.
+ */
+export function hashTagged(prefix: string): string {
+  if (/\{[^}]+\}/.test(prefix)) return prefix;
+  return prefix.endsWith(':') ? `{${prefix.slice(0, -1)}}:` : `{${prefix}}`;
+}
+
+/**
+ * oidc-provider storage in Redis, keyed by digest(id); expiry is Redis's own. On a Cluster the
+ * prefix becomes a hash tag (`hashTagged`).
+ */
+export function createRedisAdapter(redis: Redis | Cluster, options: { keyPrefix?: string } = {}): (model: string) => StoreAdapter {
+  const keyPrefix = redis.isCluster ? hashTagged(options.keyPrefix ?? 'idp:') : (options.keyPrefix ?? 'idp:');
   const grantKey = (grantId: string) => `${keyPrefix}grant:${grantId}`;
   const indexKey = (field: 'uid' | 'userCode', value: string) => `${keyPrefix}${field}:${value}`;
-  const upsert = script(redis, 'Upsert', UPSERT);
+  const upsert = script(redis, 'Upsert', UPSERT, 4);
   const consume = script(redis, 'Consume', CONSUME);
   const destroy = script(redis, 'Destroy', DESTROY);
   const destroyByUid = script(redis, 'DestroyByUid', DESTROY_BY_UID);
@@ -136,7 +158,8 @@ export function createRedisAdapter(redis: Redis, { keyPrefix = 'idp:' }: { keyPr
         const { grantId, uid, userCode } = indexesOf(model, payload);
         const kept = keptFor(model, expiresIn);
         const ttl = kept !== undefined ? Math.round(kept * 1000) : '';
-        await upsert(entryKey(id), keyPrefix, toStored(payload, model), ttl, grantId ?? '', uid ?? '', userCode ?? '');
+        const keys = [entryKey(id), grantKey(grantId ?? ''), indexKey('uid', uid ?? ''), indexKey('userCode', userCode ?? '')];
+        await upsert(...keys, toStored(payload, model), ttl, grantId ?? '', uid ?? '', userCode ?? '');
       },
 
       async find(id) {

@@ -165,7 +165,7 @@ Horizon ID demo: the identity provider and a third-party server that signs in wi
                ${app.note}
 
   Then revoke it in ${config.issuer}/account/settings/applications and reload the example:
-  it sends you back to authorize. Storage: ${withoutPassword(config.databaseUrl)}${config.redisUrl ? ` + ${withoutPassword(config.redisUrl)}` : ''}
+  it sends you back to authorize. Storage: ${withoutPassword(config.databaseUrl)}${config.redis ? ` + ${config.redis.kind === 'single' ? withoutPassword(config.redis.url) : `Redis ${config.redis.kind}`}` : ''}
 
 Stop with Ctrl-C.`);
   } catch (err) {

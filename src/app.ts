@@ -4,7 +4,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
-import type { Redis } from 'ioredis';
 import Koa, { type Context, type Next } from 'koa';
 import mount from 'koa-mount';
 import type { Knex } from 'knex';
@@ -14,7 +13,7 @@ import { createSqlAdapter, pruneExpired } from '../adapters/sql.js';
 import { apiMiddleware } from './api/router.js';
 import type { Config } from './config.js';
 import { openDatabase, ping } from './db/knex.js';
-import { connectRedis } from './storage.js';
+import { connectRedis, type RedisClient } from './storage.js';
 import { pruneRateLimits } from './db/rate-limits.js';
 import type { Logger } from './log.js';
 import { countProviderTokens, noMetrics, PrometheusMetrics, serveMetrics, type MetricsListener } from './metrics.js';
@@ -59,7 +58,7 @@ import { settingsRoutes } from './web/settings-routes.js';
 export interface Idp {
   app: Koa;
   db: Knex;
-  redis: Redis | undefined;
+  redis: RedisClient | undefined;
   provider: Provider;
   /** Where GET /metrics answers, when METRICS_PORT is set. */
   metricsUrl: string | undefined;
@@ -71,7 +70,7 @@ export interface Idp {
 
 export interface IdpOptions {
   logger: Logger;
-  /** Redis key prefix; tests give each run its own. */
+  /** Redis key prefix (`idp:`; the adapter's keys carry it as a hash tag on a Cluster); tests give each run its own. */
   redisKeyPrefix?: string;
 }
 
@@ -109,7 +108,7 @@ function requestLog(logger: Logger) {
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
   const db = await openDatabase(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') }, { timeoutMs: config.databaseTimeoutMs });
-  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  const redis = config.redis ? connectRedis(config.redis, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   const cipher = config.keysSecret ? keyCipher(config.keysSecret) : undefined;
   const keys = await loadOrCreateKeys(db, config.keysSecret, cipher);

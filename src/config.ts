@@ -22,6 +22,12 @@ const schema = z
       .optional()
       .transform((v) => (v === '' ? undefined : v))
       .refine((v) => v === undefined || isRedisUrl(v), { message: 'must be redis://host:port[/db]' }),
+    // Redis Cluster (seed nodes) or Sentinel (the sentinels, and the name of the master they watch),
+    // instead of REDIS_URL; REDIS_PASSWORD is the data nodes' password in either.
+    REDIS_CLUSTER_NODES: hostPorts(),
+    REDIS_SENTINELS: hostPorts(),
+    REDIS_SENTINEL_NAME: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be the master name the sentinels monitor (letters, digits, . _ -)').optional(),
+    REDIS_PASSWORD: z.string().optional(),
     // How long a store may keep a request waiting before it counts as away (503 with Retry-After):
     // short enough that a stalled store answers within seconds, long enough for a busy one.
     DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
@@ -68,6 +74,19 @@ const schema = z
     if (env.NODE_ENV === 'production' && !env.KEYS_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['KEYS_SECRET'], message: 'must be set when NODE_ENV=production (it encrypts the signing and cookie keys at rest)' });
     }
+    const topologies = (['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const).filter((name) => env[name] !== undefined);
+    if (topologies.length > 1) {
+      ctx.addIssue({ code: 'custom', path: [topologies[1]!], message: `cannot be set together with ${topologies[0]}: choose one Redis topology (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS)` });
+    }
+    if (env.REDIS_SENTINELS && !env.REDIS_SENTINEL_NAME) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'must be set when REDIS_SENTINELS is (the master name the sentinels monitor, e.g. mymaster)' });
+    }
+    if (env.REDIS_SENTINEL_NAME && !env.REDIS_SENTINELS) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINEL_NAME'], message: 'is only read with REDIS_SENTINELS' });
+    }
+    if (env.REDIS_PASSWORD !== undefined && !env.REDIS_CLUSTER_NODES && !env.REDIS_SENTINELS) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_PASSWORD'], message: 'is only read with REDIS_CLUSTER_NODES or REDIS_SENTINELS (a single server takes its password in REDIS_URL: redis://:password@host:port)' });
+    }
     if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
       ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT: metrics are served on a listener of their own, never on the public port' });
     }
@@ -96,6 +115,45 @@ function rateLimit(fallback: string) {
     });
 }
 
+/** A network address of a Redis node or sentinel. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where the service's Redis is: one server (a URL, database number included), a Cluster (any of
+ * its nodes; the others are discovered), or the master a group of Sentinels points at.
+ */
+export type RedisTopology =
+  | { kind: 'single'; url: string }
+  | { kind: 'cluster'; nodes: HostPort[]; password: string | undefined }
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string; password: string | undefined };
+
+const HOST_PORT = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/;
+
+/** `host:port,host:port,…` (`[::1]:7000` for an IPv6 address); the first bad entry is named. */
+function hostPorts() {
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx): HostPort[] | undefined => {
+      if (value === undefined) return undefined;
+      const entries = value.split(',').map((entry) => entry.trim());
+      const nodes: HostPort[] = [];
+      for (const entry of entries) {
+        const match = HOST_PORT.exec(entry);
+        const port = Number(match?.[3]);
+        if (!match || port < 1 || port > 65535) {
+          ctx.addIssue({ code: 'custom', message: `entry ${JSON.stringify(entry)} is not host:port (a comma-separated list such as 10.0.0.1:6379,10.0.0.2:6379)` });
+          return z.NEVER;
+        }
+        nodes.push({ host: match[1] ?? match[2]!, port });
+      }
+      return nodes;
+    });
+}
+
 /** An absolute URL with one of `protocols` and a host name. */
 function isUrlOf(value: string, protocols: string[]): boolean {
   try {
@@ -116,7 +174,8 @@ export interface Config {
   host: string;
   issuer: string;
   databaseUrl: string;
-  redisUrl: string | undefined;
+  /** undefined: no Redis; everything lives in the SQL database. */
+  redis: RedisTopology | undefined;
   /**
    * The longest the database may take to connect, hand out a pooled connection or answer one
    * statement before the request answers 503; a connection that leaves a statement unanswered is
@@ -165,7 +224,7 @@ export interface Config {
 export class ConfigError extends Error {}
 
 /** Never echoed, not even in the error about their own value. */
-const SECRET_VARIABLES = new Set(['KEYS_SECRET']);
+const SECRET_VARIABLES = new Set(['KEYS_SECRET', 'REDIS_PASSWORD']);
 
 /** Parses the environment; throws a ConfigError whose message is one line naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -189,7 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     issuer,
     databaseUrl: e.DATABASE_URL,
-    redisUrl: e.REDIS_URL,
+    redis: redisTopology(e),
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     signup: e.SIGNUP,
@@ -218,6 +277,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
   };
+}
+
+function redisTopology(e: z.infer<typeof schema>): RedisTopology | undefined {
+  if (e.REDIS_URL) return { kind: 'single', url: e.REDIS_URL };
+  if (e.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES, password: e.REDIS_PASSWORD };
+  if (e.REDIS_SENTINELS) return { kind: 'sentinel', sentinels: e.REDIS_SENTINELS, name: e.REDIS_SENTINEL_NAME!, password: e.REDIS_PASSWORD };
+  return undefined;
 }
 
 /** no-reply@ the issuer's host name (an address needs a name, so an IP issuer gets localhost). */

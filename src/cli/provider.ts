@@ -10,12 +10,12 @@ import { Limits } from '../services/limits.js';
 import { sessionIndex } from '../services/sessions.js';
 
 /**
- * Runs `work` with an oidc-provider on the service's own storage (SQL, or Redis when REDIS_URL is
- * set, under the service's default key prefix), for the commands that revoke what the service
+ * Runs `work` with an oidc-provider on the service's own storage (SQL, or Redis when one is
+ * configured, under the service's default key prefix), for the commands that revoke what the service
  * issued: sessions, grants and their tokens. Nothing listens; the Redis connection is closed after.
  */
 export async function withProvider<T>(config: Config, db: Knex, work: (provider: Provider) => Promise<T>): Promise<T> {
-  const redis = config.redisUrl ? connectRedis(config.redisUrl, config.redisTimeoutMs) : undefined;
+  const redis = config.redis ? connectRedis(config.redis, config.redisTimeoutMs) : undefined;
   // Connection errors reach the command as the failed call's own error, once.
   redis?.on('error', () => {});
   try {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Knex } from 'knex';
 import {
   RateLimiterPostgres,
@@ -12,6 +11,7 @@ import type { Config, RateLimit } from '../config.js';
 import { RATE_LIMITS_TABLE } from '../db/rate-limits.js';
 import { inWords, RetryLaterError } from '../errors.js';
 import { noMetrics, type Metrics } from '../metrics.js';
+import type { RedisClient } from '../storage.js';
 
 /**
  * The abuse limits, with rate-limiter-flexible. Counters live where every instance sees them:
@@ -50,7 +50,7 @@ export interface ApiVerdict {
 
 type Store = (options: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
 
-function storeOf(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix: string): Store {
+function storeOf(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix: string): Store {
   if (redis) return (o) => new RateLimiterRedis({ storeClient: redis, ...o, keyPrefix: `${redisKeyPrefix}rl:${o.keyPrefix}` });
   const sql = { storeClient: db, storeType: 'knex', tableName: RATE_LIMITS_TABLE, tableCreated: true, clearExpiredByTimeout: false };
   return config.databaseUrl.startsWith('postgres') ? (o) => new RateLimiterPostgres({ ...sql, ...o }) : (o) => new RateLimiterSQLite({ ...sql, ...o });
@@ -116,7 +116,7 @@ export class Limits {
   private readonly devicePoll: RateLimiterAbstract;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
-  constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
+  constructor(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
     const store = storeOf(config, db, redis, redisKeyPrefix);
     const limits = config.rateLimits;
     const make = (name: string, limit: RateLimit) => store({ keyPrefix: name, points: limit.points, duration: limit.durationS });

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hashTagged } from '../../adapters/redis.js';
 import { createIdp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { freshDatabase, profiles, TEST_REDIS_URL, type Profile, type TestDatabase } from './db.js';
+import { scanKeys } from './redis-topologies.js';
 
 /**
  * The harness: each suite runs on every storage profile, against a real server on a fresh
@@ -54,8 +56,12 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
     metricsUrl: idp.metricsUrl,
     async stop() {
       await close();
-      const keys = idp.redis?.status === 'ready' ? await idp.redis.keys(`${keyPrefix}*`) : [];
-      if (keys.length) await idp.redis!.del(...keys);
+      // The adapter's keys, and on a Cluster (where they carry the prefix as a hash tag) the rate limits' too.
+      const redis = idp.redis?.status === 'ready' ? idp.redis : undefined;
+      const patterns = redis?.isCluster ? [`${hashTagged(keyPrefix)}*`, `${keyPrefix}*`] : [`${keyPrefix}*`];
+      for (const pattern of redis ? patterns : []) {
+        for (const key of await scanKeys(redis!, pattern)) await redis!.del(key);
+      }
       await idp.close();
       if (!shared) await database.drop();
     },

@@ -22,7 +22,7 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       issuer: 'http://localhost:3000',
       databaseUrl: 'sqlite:./data/idp.sqlite3',
-      redisUrl: undefined,
+      redis: undefined,
       databaseTimeoutMs: 3000,
       redisTimeoutMs: 2000,
       signup: 'open',
@@ -78,7 +78,7 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ PORT: '', REDIS_URL: '', DATABASE_URL: '' })).to.include({ port: 3000, redisUrl: undefined, databaseUrl: 'sqlite:./data/idp.sqlite3' });
+    expect(loadConfig({ PORT: '', REDIS_URL: '', DATABASE_URL: '' })).to.include({ port: 3000, redis: undefined, databaseUrl: 'sqlite:./data/idp.sqlite3' });
   });
 
   it('accepts good values of every variable', () => {
@@ -100,11 +100,46 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       issuer: 'https://id.example.com',
       databaseUrl: 'postgres://idp@db.internal:5432/idp',
-      redisUrl: 'redis://cache:6379/2',
       signup: 'closed',
       databaseTimeoutMs: 10_000,
       redisTimeoutMs: 500,
     });
+    expect(config.redis).to.deep.equal({ kind: 'single', url: 'redis://cache:6379/2' });
+  });
+
+  it('reads a Redis Cluster from its seed nodes, IPv6 addresses in brackets', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-b.internal:7001,[fd00::3]:7002', REDIS_PASSWORD: 'pw' }).redis).to.deep.equal({
+      kind: 'cluster',
+      nodes: [{ host: '10.0.0.1', port: 7000 }, { host: 'redis-b.internal', port: 7001 }, { host: 'fd00::3', port: 7002 }],
+      password: 'pw',
+    });
+  });
+
+  it('reads Sentinels and the name of the master they watch', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: 'mymaster' }).redis).to.deep.equal({
+      kind: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }],
+      name: 'mymaster',
+      password: undefined,
+    });
+  });
+
+  it('names the bad entry of a node list', () => {
+    expect(configError({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2' }).message).to.equal(
+      'REDIS_CLUSTER_NODES="10.0.0.1:7000,10.0.0.2" is invalid: entry "10.0.0.2" is not host:port (a comma-separated list such as 10.0.0.1:6379,10.0.0.2:6379)',
+    );
+    expect(configError({ REDIS_SENTINELS: 's1:26379,s2:99999', REDIS_SENTINEL_NAME: 'm' }).message).to.include('entry "s2:99999" is not host:port');
+  });
+
+  it('takes one Redis topology at a time', () => {
+    expect(configError({ REDIS_URL: 'redis://cache:6379', REDIS_CLUSTER_NODES: 'a:7000' }).message).to.match(/^REDIS_CLUSTER_NODES=.* cannot be set together with REDIS_URL: choose one Redis topology/);
+    expect(configError({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' }).message).to.match(/^REDIS_SENTINELS=.* cannot be set together with REDIS_CLUSTER_NODES/);
+  });
+
+  it('never echoes REDIS_PASSWORD', () => {
+    const err = configError({ REDIS_URL: 'redis://cache:6379', REDIS_PASSWORD: 'hunter2-secret' });
+    expect(err.message).to.match(/^REDIS_PASSWORD="\*\*\*" is invalid: is only read with REDIS_CLUSTER_NODES or REDIS_SENTINELS/);
+    expect(err.message).not.to.include('hunter2');
   });
 
   const bad: Array<[string, Record<string, string>]> = [
@@ -115,6 +150,11 @@ describe('loadConfig', () => {
     ['DATABASE_URL', { DATABASE_URL: 'postgres://' }],
     ['DATABASE_URL', { DATABASE_URL: 'sqlite:' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],
+    ['REDIS_CLUSTER_NODES', { REDIS_CLUSTER_NODES: 'redis://a:7000' }],
+    ['REDIS_CLUSTER_NODES', { REDIS_CLUSTER_NODES: 'a:7000,' }],
+    ['REDIS_SENTINEL_NAME', { REDIS_SENTINELS: 's:26379' }],
+    ['REDIS_SENTINEL_NAME', { REDIS_SENTINEL_NAME: 'mymaster' }],
+    ['REDIS_SENTINEL_NAME', { REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'my master' }],
     ['SIGNUP', { SIGNUP: 'maybe' }],
     ['ISSUER', { ISSUER: 'not-a-url' }],
     ['ISSUER', { NODE_ENV: 'production', ISSUER: 'http://id.example.com' }],
