@@ -113,6 +113,7 @@ export class Limits {
   private readonly verifyEmail?: Counter;
   private readonly resetEmail?: Counter;
   private readonly resetIp?: Counter;
+  private readonly credentialReportsIp?: Counter;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: Redis | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
@@ -141,6 +142,7 @@ export class Limits {
     if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
     if (limits.resetEmail) this.resetEmail = counter('reset-email', limits.resetEmail);
     if (limits.resetIp) this.resetIp = counter('reset-ip', limits.resetIp);
+    if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
   }
 
   /**
@@ -233,6 +235,19 @@ export class Limits {
     ]);
     const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
     if (refused.length) throw this.refused(taken[0]?.allowed === false ? 'reset-email' : 'reset-ip', tooManyMails(Math.max(...refused)));
+  }
+
+  /** One report of leaked credentials from a client address: a 429 past its limit. */
+  async takeCredentialReport(ip: string): Promise<void> {
+    if (!this.credentialReportsIp) return;
+    const taken = await consume(this.credentialReportsIp.limiter, key(ip));
+    if (!taken.allowed) {
+      const seconds = retryAfterS(taken.res);
+      throw this.refused(
+        'credential-reports-ip',
+        new RetryLaterError(429, 'rate_limited', `too many credential reports from this address; try again ${inWords(seconds)}`, seconds),
+      );
+    }
   }
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */

@@ -64,7 +64,7 @@ describeEachProfile('idp CLI', (profile) => {
     const group = json(
       await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
     );
-    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'requireTwoFactor', 'createdAt', 'updatedAt');
+    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'requireTwoFactor', 'personalTokenMaxLifetimeDays', 'createdAt', 'updatedAt');
     expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
     expect(group.createdAt).to.match(ISO_TIME);
     const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');
@@ -166,7 +166,8 @@ describeEachProfile('idp CLI', (profile) => {
     const created = json(
       await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'ci', '--scope', 'groups:read-only groups:read-write', '--expires-in-days', '30', '--json']),
     );
-    expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt');
+    expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt', 'groups');
+    expect(created.groups).to.equal('all');
     expect(created).to.include({ name: 'ci', lastUsedAt: null });
     expect(created.scopes).to.deep.equal(['groups:read-only', 'groups:read-write']);
     const token = String(created.token);

@@ -8,6 +8,7 @@ import * as admin from './0007_admin.js';
 import * as submissionKeys from './0008_submission_keys.js';
 import * as publicClients from './0009_public_clients.js';
 import * as twoFactor from './0011_two_factor.js';
+import * as tokenPolicies from './0012_token_policies.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '0008_submission_keys': submissionKeys,
   '0009_public_clients': publicClients,
   '0011_two_factor': twoFactor,
+  '0012_token_policies': tokenPolicies,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
