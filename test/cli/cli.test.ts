@@ -180,6 +180,18 @@ describeEachProfile('idp CLI', (profile) => {
     expect(found?.user_id, 'the bearer check finds it as its user').to.equal(user.id);
   });
 
+  it('token create --group limits the token to those groups of the user, and refuses a group they are not in', async () => {
+    const user = await makeUser(t.db);
+    const mine = await makeGroup(t.db, user.id);
+    await makeGroup(t.db, user.id);
+    const created = json(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'one-group', '--scope', 'groups:read-only', '--group', mine.path, '--json']));
+    expect(created.groups).to.deep.equal([{ id: mine.id, name: mine.name, path: mine.path }]);
+    const stored = await t.db('personal_token_groups').where({ token_id: created.id }).select('group_id');
+    expect(stored.map((r) => Number(r.group_id))).to.deep.equal([mine.id]);
+    const foreign = await makeGroup(t.db, (await makeUser(t.db)).id);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--group', foreign.path]))).to.match(/^idp: .*groups must be groups you are a member of/);
+  });
+
   it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {
     const user = await makeUser(t.db);
     expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
