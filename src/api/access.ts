@@ -9,7 +9,8 @@ import { idParam } from './params.js';
 
 /** The API acts as the token's user. */
 export function apiActor(ctx: Context): Actor {
-  return { userId: authOf(ctx).userId, ip: ctx.ip || null };
+  const auth = authOf(ctx);
+  return { userId: auth.userId, ip: ctx.ip || null, ...(auth.personal ? { token: auth.personal } : {}) };
 }
 
 /**

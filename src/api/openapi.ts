@@ -5,6 +5,9 @@ import { groupJson } from '../presenters/group.js';
 import { userJson } from '../presenters/user.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import * as rules from '../services/rules.js';
+import { credentialReport, MAX_REPORTED } from '../services/leaked-credentials.js';
+import { groupChanges } from './groups/routes.js';
+import { REPORT_ACCEPTED } from './credentials/routes.js';
 import { errorJson, MAX_BODY_KIB } from './errors.js';
 import { pageOf } from './pagination.js';
 
@@ -32,6 +35,8 @@ const User = userJson
   .meta({ id: 'User' });
 const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
 const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
+const GroupChanges = groupChanges.meta({ id: 'GroupChanges' });
+const ReportAccepted = z.strictObject({ message: z.literal(REPORT_ACCEPTED.message) }).meta({ id: 'CredentialReportAccepted' });
 
 /**
  * JSON Schema 2020-12 of a zod schema: a request body as it is sent (`input`), a response or a
@@ -60,15 +65,15 @@ const pageResponse = (description: string, item: z.ZodType) => jsonResponse(desc
 
 const authErrors = {
   401: errorResponse('No token, or a malformed, unknown, expired or revoked one', { 'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge') }),
-  403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this)', {
-    'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge naming the scope needed'),
+  403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)', {
+    'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge naming the scope needed; only with insufficient_scope') },
   }),
 };
 /** The applications' endpoints answer 403 for a missing scope (with a challenge) and for a non-owner (without). */
 const ownerAuthErrors = {
   401: authErrors[401],
   403: errorResponse(
-    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), or the user is not an owner of the group (`forbidden`)',
+    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
@@ -103,7 +108,7 @@ export function openApiDocument(issuer: string) {
       title: 'Horizon ID API',
       version: '2',
       description:
-        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes.',
+        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes. A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
     },
     servers: [{ url: `${issuer}/apis/v2` }],
     security: [{ bearer: [] }],
@@ -140,6 +145,21 @@ export function openApiDocument(issuer: string) {
             400: errorResponse('The id is not a positive integer'),
             ...authErrors,
             404: errorResponse('No such group, or the user is not a member'),
+          },
+        },
+        patch: {
+          operationId: 'updateGroup',
+          summary: 'Edit a group\'s settings (owners only)',
+          description:
+            'Scope `groups:read-write`; the caller must be an owner. Fields left out keep their value. Each change is recorded in the group\'s audit log. `requireTwoFactor: true` needs two-factor authentication on the caller\'s own account first.',
+          parameters: [groupIdParam],
+          requestBody: jsonBody(GroupChanges, 'The fields to change; an unknown field is a 400'),
+          responses: {
+            200: jsonResponse('The group as it is now', data(Group)),
+            400: errorResponse('The id, or a field, is of the wrong type, unknown or invalid (the description names it)'),
+            ...ownerAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+            ...bodyErrors,
           },
         },
         delete: {
@@ -266,6 +286,21 @@ export function openApiDocument(issuer: string) {
             400: errorResponse('The secretID is not a positive integer'),
             ...ownerAuthErrors,
             404: errorResponse('No such application or secret, or the caller is not a member of the group'),
+          },
+        },
+      },
+      '/credentials/revoke': {
+        post: {
+          operationId: 'revokeReportedCredentials',
+          summary: 'Report credentials found in public; the live ones are revoked',
+          description: `No token: anyone (a secret scanner) may report. Each value is checked for its checksum first (a malformed one is never looked up); each live one is revoked at once: an \`ha_\` personal access token (its user sees why in Account settings → Access tokens), an \`hs_\` client secret (recorded in its group's audit log; the application keeps any other secret), an \`ho_\` access token, or an \`hr_\` refresh token with its whole grant (recorded in the application's group's audit log). The answer is the same whatever was sent: live, already revoked, malformed or unknown. At most ${MAX_REPORTED} values a request; requests are limited per client address (\`RATE_LIMIT_CREDENTIAL_REPORTS_IP\`).`,
+          security: [],
+          requestBody: jsonBody(credentialReport, 'The values found', true),
+          responses: {
+            202: jsonResponse('Received; the same answer whatever the values were', ReportAccepted),
+            400: errorResponse('The body is not an object with `credentials`: an array of 1 to 1,000 strings (the description names the field)'),
+            429: errorResponse('Too many reports from this address', { 'Retry-After': textHeader('Seconds until the address may report again') }),
+            ...bodyErrors,
           },
         },
       },

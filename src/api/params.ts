@@ -23,3 +23,13 @@ export function parseQuery<T extends z.ZodType>(ctx: Context, schema: T): z.outp
 export function optionalQuery(ctx: Context, name: string, maxLength: number): string | undefined {
   return parseQuery(ctx, z.object({ [name]: rules.queryText(name, maxLength) }))[name];
 }
+
+/** The parsed JSON body as an object (no body at all is `{}`); an array or a scalar is a 400. */
+export function jsonObject(ctx: Context): Record<string, unknown> {
+  const body = (ctx.request as { body?: unknown }).body;
+  if (body === undefined) return {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ValidationError('body', 'the request body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}

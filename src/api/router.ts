@@ -7,6 +7,7 @@ import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
 import type { Limits } from '../services/limits.js';
 import { appsApi } from './apps/routes.js';
+import { credentialsApi } from './credentials/routes.js';
 import { refuseControlCharactersInBody } from '../edge/refuse-control-characters.js';
 import { API_PREFIX } from '../edge/surface.js';
 import { bearerAuth } from './auth.js';
@@ -60,10 +61,15 @@ function apiRouter(deps: ApiDeps): Router {
     ctx.type = 'html';
     ctx.body = API_DOCS_PAGE;
   });
+  const readBody: Middleware[] = [
+    jsonBodiesOnly,
+    bodyParser({ enableTypes: ['json'], jsonLimit: `${MAX_BODY_KIB}kb`, encoding: 'utf-8' }) as Middleware,
+    refuseControlCharactersInBody as Middleware,
+  ];
+  // Reports of leaked credentials come from anyone, with no token: before the bearer check.
+  router.use(credentialsApi({ db: deps.db, provider: deps.provider, limits: deps.limits, readBody }).routes());
   router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
-  router.use(jsonBodiesOnly);
-  router.use(bodyParser({ enableTypes: ['json'], jsonLimit: `${MAX_BODY_KIB}kb`, encoding: 'utf-8' }));
-  router.use(refuseControlCharactersInBody);
+  for (const step of readBody) router.use(step);
 
   for (const routes of [
     groupsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),

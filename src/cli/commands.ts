@@ -190,15 +190,21 @@ async function groupDelete({ db, flags, config }: CommandContext): Promise<Comma
 
 async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.required('user'), 'user');
+  // --group P (repeatable): the token acts only in those groups; none given, in all the user's.
+  const paths = flags.list('group');
+  const groupIds: number[] = [];
+  for (const path of paths) groupIds.push(Number((await adminAccess(db, ADMIN, path)).group.id));
   const { token, row } = await createAccessToken(db, user.id, {
     name: flags.required('name'),
     scopes: flags.required('scope').split(/[\s,]+/).filter(Boolean) as never,
     expiresInDays: expiresInDays(flags.string('expires-in-days')),
+    groups: paths.length ? groupIds : 'all',
   });
+  const reach = row.groups ? `only in ${row.groups.map((g) => g.path).join(', ')}` : 'all groups';
   return {
     json: presentAccessToken(row, token),
     text: [
-      `created personal access token "${row.name}" for ${user.username} (scopes: ${row.scopes}; ${row.expires_at ? `expires ${new Date(row.expires_at).toISOString()}` : 'never expires'})`,
+      `created personal access token "${row.name}" for ${user.username} (scopes: ${row.scopes}; ${reach}; ${row.expires_at ? `expires ${new Date(row.expires_at).toISOString()}` : 'never expires'})`,
       token,
       'Copy the token now: it will not be shown again.',
     ].join('\n'),
@@ -305,9 +311,10 @@ export const commands: Command[] = [
   },
   {
     name: 'token create',
-    usage: '--user U --name N --scope "groups:read-only [groups:read-write]" [--expires-in-days D]',
-    summary: "Create a personal access token (ha_…) for user U; prints it once. No --expires-in-days: it never expires.",
+    usage: '--user U --name N --scope "groups:read-only [groups:read-write]" [--expires-in-days D] [--group P ...]',
+    summary: "Create a personal access token (ha_…) for user U; prints it once. No --expires-in-days: it never expires. --group P (repeat it): the token acts only in those groups of U's; none, in all of them.",
     strings: ['user', 'name', 'scope', 'expires-in-days'],
+    lists: ['group'],
     run: tokenCreate,
   },
   {

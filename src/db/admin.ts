@@ -53,13 +53,14 @@ export async function markUserEnabled(db: Knex, id: number): Promise<boolean> {
 }
 
 /** Whether the account exists and is not disabled. */
-/** The site's own audit trail (events of no group), newest first, with the total. */
+/** The site's own audit trail (events of no group and no user's account), newest first, with the total. */
 export async function listSiteAudit(db: Knex, page: { limit: number; offset: number }): Promise<{ total: number; items: AuditRow[] }> {
   const [counted, items] = await Promise.all([
-    db('audit_events').whereNull('group_id').count({ n: '*' }).first(),
+    db('audit_events').whereNull('group_id').whereNull('user_id').count({ n: '*' }).first(),
     db('audit_events as a')
       .leftJoin('users as u', 'u.id', 'a.actor_id')
       .whereNull('a.group_id')
+      .whereNull('a.user_id')
       .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'u.username as actor_username')
       .orderBy('a.id', 'desc')
       .limit(page.limit)

@@ -146,3 +146,14 @@ export async function countAppsOfGroup(db: Knex, groupId: number): Promise<numbe
   const row = await db('oauth_apps').where({ group_id: groupId }).count({ n: '*' }).first();
   return Number((row as { n: number | string } | undefined)?.n ?? 0);
 }
+
+/** A client secret found by the digest of its value, with its application's client id and group. */
+export async function findSecretByDigest(
+  db: Knex,
+  digest: string,
+): Promise<{ id: number; app_id: number; last_four: string; client_id: string; group_id: number } | undefined> {
+  return db('oauth_app_secrets as s')
+    .join('oauth_apps as a', 'a.id', 's.app_id')
+    .where('s.digest', digest)
+    .first('s.id', 's.app_id', 's.last_four', 'a.client_id', 'a.group_id');
+}

@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 
 export interface AuditEvent {
   groupId: number | null;
+  /** An event of a user's own account, shown to them (with no group). */
+  userId?: number | null;
   actorId: number | null;
   action: string;
   target: string;
@@ -25,6 +27,7 @@ export interface AuditRow {
 export async function recordAudit(db: Knex, event: AuditEvent, at: string): Promise<void> {
   await db('audit_events').insert({
     group_id: event.groupId,
+    user_id: event.userId ?? null,
     actor_id: event.actorId,
     action: event.action,
     target: event.target,
@@ -39,6 +42,17 @@ export function listAudit(db: Knex, groupId: number, limit = 200): Promise<Audit
   return db('audit_events as a')
     .leftJoin('users as u', 'u.id', 'a.actor_id')
     .where('a.group_id', groupId)
+    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username')
+    .orderBy('a.id', 'desc')
+    .limit(limit);
+}
+
+/** The latest events of a user's own account with one of `actions`, newest first. */
+export function listUserAudit(db: Knex, userId: number, actions: readonly string[], limit = 20): Promise<AuditRow[]> {
+  return db('audit_events as a')
+    .leftJoin('users as u', 'u.id', 'a.actor_id')
+    .where('a.user_id', userId)
+    .whereIn('a.action', actions)
     .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username')
     .orderBy('a.id', 'desc')
     .limit(limit);

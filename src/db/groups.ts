@@ -10,6 +10,8 @@ export interface GroupRow {
   visibility_level: 'private' | 'internal' | 'public';
   /** Members need two-factor authentication on to use the group (a 0/1 integer on SQLite). */
   require_two_factor: boolean | number;
+  /** The longest lifetime of a personal access token the group accepts, in days; null, no cap. */
+  personal_token_max_lifetime_days: number | null;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -29,7 +31,20 @@ export interface MemberRow {
   two_factor: boolean | number;
 }
 
-const GROUP_COLUMNS = ['g.id', 'g.name', 'g.path', 'g.description', 'g.visibility_level', 'g.require_two_factor', 'g.created_at', 'g.updated_at'];
+const GROUP_COLUMNS = [
+  'g.id', 'g.name', 'g.path', 'g.description', 'g.visibility_level', 'g.require_two_factor', 'g.personal_token_max_lifetime_days', 'g.created_at', 'g.updated_at',
+];
+
+/**
+ * What a personal access token reaches of its user's groups: only the groups it is limited to
+ * (when it is), and only groups whose cap on tokens' lifetime it does not exceed (see
+ * policies/token-lifetime.ts for `lifetimeMs`, compared as `cap * 86400000 >= lifetimeMs`).
+ */
+export interface TokenReach {
+  tokenId: number;
+  limited: boolean;
+  lifetimeMs: number;
+}
 
 /** Whether the user in column `userColumn` has two-factor authentication on, as a 0/1 column. */
 function hasTwoFactorColumn(db: Knex, userColumn: string, as: string) {
@@ -64,13 +79,14 @@ export async function insertGroup(
 export async function updateGroup(
   db: Knex,
   id: number,
-  fields: { name: string; description: string; visibilityLevel: string; requireTwoFactor: boolean; at: string },
+  fields: { name: string; description: string; visibilityLevel: string; requireTwoFactor: boolean; personalTokenMaxLifetimeDays: number | null; at: string },
 ): Promise<void> {
   await db('groups').where({ id }).update({
     name: fields.name,
     description: fields.description,
     visibility_level: fields.visibilityLevel,
     require_two_factor: fields.requireTwoFactor,
+    personal_token_max_lifetime_days: fields.personalTokenMaxLifetimeDays,
     updated_at: fields.at,
   });
 }
@@ -80,13 +96,23 @@ function likePattern(filter: string): string {
   return `%${filter.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-function groupsOfUser(db: Knex, userId: number, filter?: string) {
+function groupsOfUser(db: Knex, userId: number, filter?: string, reach?: TokenReach) {
   const query = db('memberships as m').join('groups as g', 'g.id', 'm.group_id').where('m.user_id', userId);
   if (filter) {
     const like = likePattern(filter);
     query.andWhere((q) => q.whereRaw("lower(g.name) like ? escape '\\'", [like]).orWhereRaw("g.path like ? escape '\\'", [like]));
   }
+  if (reach) query.andWhereRaw(REACH_SQL, reachBindings(reach));
   return query;
+}
+
+/** The condition a personal token's reach adds to the page query. */
+const REACH_SQL =
+  '(g.personal_token_max_lifetime_days is null or g.personal_token_max_lifetime_days * 86400000.0 >= ?)' +
+  ' and (? = 0 or g.id in (select tg.group_id from personal_token_groups tg where tg.token_id = ?))';
+
+function reachBindings(reach: TokenReach): Array<number> {
+  return [reach.lifetimeMs, reach.limited ? 1 : 0, reach.tokenId];
 }
 
 /**
@@ -98,21 +124,24 @@ function groupsOfUser(db: Knex, userId: number, filter?: string) {
  * own timestamp parsing was another tenth of the API's CPU. SQLite holds the ISO strings the
  * services write, and they pass through.
  */
-function pageSql(postgres: boolean, filtered: boolean): string {
+function pageSql(postgres: boolean, filtered: boolean, reached: boolean): string {
   const time = (column: string) => (postgres ? `(extract(epoch from g.${column}) * 1000)::float8` : `g.${column}`);
   return [
-    `select g.id, g.name, g.path, g.description, g.visibility_level, g.require_two_factor,`,
+    `select g.id, g.name, g.path, g.description, g.visibility_level, g.require_two_factor, g.personal_token_max_lifetime_days,`,
     `${time('created_at')} as created_at, ${time('updated_at')} as updated_at, m.role, count(*) over () as total_count`,
     `from memberships m join "groups" g on g.id = m.group_id`,
-    `where m.user_id = ?${filtered ? ` and (lower(g.name) like ? escape '\\' or g.path like ? escape '\\')` : ''}`,
+    `where m.user_id = ?${filtered ? ` and (lower(g.name) like ? escape '\\' or g.path like ? escape '\\')` : ''}${reached ? ` and ${REACH_SQL}` : ''}`,
     `order by g.id asc limit ? offset ?`,
   ].join(' ');
 }
 
-const PAGE_SQL = {
-  postgres: { all: pageSql(true, false), filtered: pageSql(true, true) },
-  sqlite: { all: pageSql(false, false), filtered: pageSql(false, true) },
-};
+const shapes = (postgres: boolean) => ({
+  all: pageSql(postgres, false, false),
+  filtered: pageSql(postgres, true, false),
+  reached: pageSql(postgres, false, true),
+  'filtered-reached': pageSql(postgres, true, true),
+});
+const PAGE_SQL = { postgres: shapes(true), sqlite: shapes(false) };
 
 interface PageRow extends Omit<GroupWithRole, 'created_at' | 'updated_at'> {
   created_at: number | string | Date;
@@ -133,6 +162,7 @@ function fromPageRow(row: PageRow): GroupWithRole {
     description: row.description,
     visibility_level: row.visibility_level,
     require_two_factor: row.require_two_factor,
+    personal_token_max_lifetime_days: row.personal_token_max_lifetime_days === null ? null : Number(row.personal_token_max_lifetime_days),
     created_at: timestamp(row.created_at),
     updated_at: timestamp(row.updated_at),
     role: row.role,
@@ -148,18 +178,23 @@ function fromPageRow(row: PageRow): GroupWithRole {
 export async function pageGroupsOfUser(
   db: Knex,
   userId: number,
-  page: { limit: number; offset: number; filter?: string },
+  page: { limit: number; offset: number; filter?: string; reach?: TokenReach },
 ): Promise<{ total: number; items: GroupWithRole[] }> {
   const postgres = isPostgres(db);
-  const sql = PAGE_SQL[postgres ? 'postgres' : 'sqlite'][page.filter ? 'filtered' : 'all'];
-  const bindings = page.filter
-    ? [userId, likePattern(page.filter), likePattern(page.filter), page.limit, page.offset]
-    : [userId, page.limit, page.offset];
-  const result = await db.raw(sql, bindings).options({ name: page.filter ? 'groups_page_filtered' : 'groups_page' });
+  const shape = page.filter ? (page.reach ? 'filtered-reached' : 'filtered') : page.reach ? 'reached' : 'all';
+  const sql = PAGE_SQL[postgres ? 'postgres' : 'sqlite'][shape];
+  const bindings = [
+    userId,
+    ...(page.filter ? [likePattern(page.filter), likePattern(page.filter)] : []),
+    ...(page.reach ? reachBindings(page.reach) : []),
+    page.limit,
+    page.offset,
+  ];
+  const result = await db.raw(sql, bindings).options({ name: `groups_page_${shape}` });
   const rows = (postgres ? result.rows : result) as PageRow[];
   if (rows.length === 0) {
     if (page.offset === 0) return { total: 0, items: [] };
-    const count = await groupsOfUser(db, userId, page.filter).count({ n: '*' }).first();
+    const count = await groupsOfUser(db, userId, page.filter, page.reach).count({ n: '*' }).first();
     return { total: Number((count as { n: number | string } | undefined)?.n ?? 0), items: [] };
   }
   return { total: Number(rows[0]!.total_count), items: rows.map(fromPageRow) };

@@ -4,6 +4,7 @@ import { toIso } from '../time.js';
 import { recordId } from '../ids.js';
 import { ROLES, VISIBILITY_LEVELS, type Role } from '../vocabulary.js';
 import { timestamp } from './json.js';
+import { maxLifetimeDays } from '../policies/token-lifetime.js';
 
 /** A group as the API names its fields; `role` (the viewer's) only when given. */
 export const groupJson = z.object({
@@ -13,6 +14,7 @@ export const groupJson = z.object({
   description: z.string(),
   visibilityLevel: z.enum(VISIBILITY_LEVELS),
   requireTwoFactor: z.boolean().describe('Members need two-factor authentication on to use the group (its routes answer 403 two_factor_required otherwise)'),
+  personalTokenMaxLifetimeDays: maxLifetimeDays,
   createdAt: timestamp,
   updatedAt: timestamp,
   role: z.enum(ROLES).describe("The caller's role in the group").optional(),
@@ -27,6 +29,7 @@ export function presentGroup(row: GroupRow, role?: Role): GroupJson {
     description: row.description,
     visibilityLevel: row.visibility_level,
     requireTwoFactor: Boolean(row.require_two_factor),
+    personalTokenMaxLifetimeDays: row.personal_token_max_lifetime_days === null ? null : Number(row.personal_token_max_lifetime_days),
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
     ...(role ? { role } : {}),

@@ -2,7 +2,9 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
 import { now } from '../time.js';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { listUserAudit } from '../db/audit.js';
+import { MAX_ID } from '../ids.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { digest, generateToken } from '../tokens.js';
 import * as rules from './rules.js';
@@ -10,6 +12,9 @@ import { claimSubmission, completeSubmission, type SubmissionKey } from './submi
 
 /** The longest lifetime of a personal access token, in days. */
 export const MAX_TOKEN_DAYS = 365;
+
+/** The most groups one token may be limited to. */
+export const MAX_TOKEN_GROUPS = 200;
 
 /** Personal access tokens (`ha_`): made by their user, stored as a SHA-256 digest, shown once. */
 export const newAccessTokenSchema = z.object({
@@ -24,6 +29,15 @@ export const newAccessTokenSchema = z.object({
     .max(MAX_TOKEN_DAYS, `expiresInDays must be from 1 to ${MAX_TOKEN_DAYS}`)
     .nullable()
     .default(null),
+  groups: z
+    .union([
+      z.literal('all'),
+      z
+        .array(z.int().min(1).max(MAX_ID), { error: 'groups must be "all" or a list of group ids' })
+        .min(1, 'groups must name at least one group')
+        .max(MAX_TOKEN_GROUPS, `groups may name at most ${MAX_TOKEN_GROUPS} groups`),
+    ], { error: 'groups must be "all" or a list of group ids' })
+    .default('all'),
 });
 export type NewAccessToken = z.input<typeof newAccessTokenSchema>;
 
@@ -32,11 +46,18 @@ export async function createAccessToken(
   userId: number,
   input: NewAccessToken,
   submission?: SubmissionKey,
-): Promise<{ token: string; row: Omit<tokens.AccessTokenRow, 'digest'> }> {
+): Promise<{ token: string; row: Omit<tokens.AccessTokenRow, 'digest'> & { groups?: tokens.TokenGroup[] } }> {
   const data = rules.parse(newAccessTokenSchema, input);
+  const groupIds = data.groups === 'all' ? undefined : [...new Set(data.groups)];
+  if (groupIds) {
+    const mine = new Set(await tokens.groupIdsOfMember(db, userId, groupIds));
+    const others = groupIds.filter((id) => !mine.has(id));
+    if (others.length) throw new ValidationError('groups', `groups must be groups you are a member of; you are not in ${others.join(', ')}`);
+  }
   const token = generateToken('ha_');
   const at = now();
-  const expiresAt = data.expiresInDays ? new Date(Date.now() + data.expiresInDays * 86_400_000).toISOString() : null;
+  // From the same instant as the creation: the lifetime a group's cap is compared with is exact.
+  const expiresAt = data.expiresInDays ? new Date(Date.parse(at) + data.expiresInDays * 86_400_000).toISOString() : null;
   // With a form's one-time key, a repeated submission creates nothing (RepeatedSubmission).
   const row = await db.transaction(async (trx) => {
     await claimSubmission(trx, submission);
@@ -47,16 +68,29 @@ export async function createAccessToken(
       scopes: [...new Set(data.scopes)].join(' '),
       expiresAt,
       at,
+      groupIds,
     });
     await completeSubmission(trx, submission, inserted.id);
     return inserted;
   });
-  return { token, row };
+  const groups = groupIds ? ((await tokens.groupsOfTokens(db, [row.id])).get(Number(row.id)) ?? []) : undefined;
+  return { token, row: { ...row, groups } };
 }
 
-/** A user's personal access tokens, newest first, without their digests. */
-export function accessTokensOf(db: Knex, userId: number) {
-  return tokens.listAccessTokens(db, userId);
+/** A user's personal access tokens, newest first, without their digests, each with the groups it is limited to. */
+export async function accessTokensOf(db: Knex, userId: number) {
+  const rows = await tokens.listAccessTokens(db, userId);
+  const groups = await tokens.groupsOfTokens(db, rows.filter((r) => r.groups_limited).map((r) => r.id));
+  return rows.map((row) => ({ ...row, groups: row.groups_limited ? (groups.get(Number(row.id)) ?? []) : undefined }));
+}
+
+/** The audit action of a personal access token revoked because it was reported public. */
+export const REPORTED_TOKEN_ACTION = 'token.report.revoke';
+
+/** The user's personal access tokens revoked because they were reported public, newest first. */
+export async function reportedTokensOf(db: Knex, userId: number): Promise<Array<{ name: string; revokedAt: string }>> {
+  const rows = await listUserAudit(db, userId, [REPORTED_TOKEN_ACTION]);
+  return rows.map((row) => ({ name: row.target, revokedAt: new Date(row.created_at).toISOString() }));
 }
 
 export async function revokeAccessToken(db: Knex, userId: number, id: number): Promise<void> {

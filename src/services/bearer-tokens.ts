@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { findBearerTokenByDigest, touchAccessToken } from '../db/access-tokens.js';
+import { findBearerTokenByDigest, groupIdsOfToken, touchAccessToken } from '../db/access-tokens.js';
 import { oauthPartiesActive } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now } from '../time.js';
+import type { PersonalTokenLimits } from './context.js';
+import { lifetimeMs } from '../policies/token-lifetime.js';
 
 /** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
 export interface TokenOwner {
@@ -12,6 +14,8 @@ export interface TokenOwner {
   scopes: Set<string>;
   kind: 'oauth' | 'personal';
   clientId?: string;
+  /** A personal token's group restriction and lifetime, which groups' policies are checked against. */
+  personal?: PersonalTokenLimits;
 }
 
 /**
@@ -41,7 +45,14 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
       if (!row || row.disabled_at) return undefined;
       if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
       recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
-      return { userId: Number(row.user_id), scopes: new Set(row.scopes.split(' ')), kind: 'personal' };
+      // Only a token limited to some groups costs a second query.
+      const groups = row.groups_limited ? new Set(await groupIdsOfToken(deps.db, row.id)) : undefined;
+      return {
+        userId: Number(row.user_id),
+        scopes: new Set(row.scopes.split(' ')),
+        kind: 'personal',
+        personal: { tokenId: Number(row.id), groups, lifetimeMs: lifetimeMs(row.created_at, row.expires_at) },
+      };
     },
 
     /**

@@ -6,6 +6,17 @@ export interface Actor {
   ip: string | null;
   /** The admin CLI: acts on any group, still recorded in the audit trail (with no user). */
   admin?: boolean;
+  /** Acting through a personal access token: what the token may reach (see `accessGroup`). */
+  token?: PersonalTokenLimits;
+}
+
+/** What limits a personal access token beyond its scopes. */
+export interface PersonalTokenLimits {
+  tokenId: number;
+  /** The only groups the token acts in; undefined, all its user's groups. */
+  groups?: ReadonlySet<number>;
+  /** Expiry minus creation in milliseconds; null, it never expires. */
+  lifetimeMs: number | null;
 }
 
 /** What every service needs: the database. Services own their transactions. */

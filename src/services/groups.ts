@@ -7,7 +7,8 @@ import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
-import { auditActorId, changedFields, type Actor } from './context.js';
+import { auditActorId, changedFields, type Actor, type PersonalTokenLimits } from './context.js';
+import { capInWords, comparableLifetimeMs, exceedsCap, lifetimeInWords, maxLifetimeDays } from '../policies/token-lifetime.js';
 import * as rules from './rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 import { hasTwoFactor } from './two-factor.js';
@@ -27,7 +28,20 @@ export const groupSettingsSchema = z.object({
   visibilityLevel: rules.visibilityLevel,
   /** Left out: unchanged. */
   requireTwoFactor: z.boolean().optional(),
+  /** Left out: unchanged. */
+  personalTokenMaxLifetimeDays: maxLifetimeDays.optional(),
 });
+
+/** A personal access token that lives longer than a group allows: refused on that group's routes. */
+export class TokenLifetimeError extends AppError {
+  constructor(group: groups.GroupRow, lifetime: number | null) {
+    super(
+      403,
+      'token_lifetime_exceeds_group_policy',
+      `the group ${group.name} allows personal access tokens of at most ${capInWords(group.personal_token_max_lifetime_days)}; this token ${lifetimeInWords(lifetime)}. Use a token with a shorter expiration for this group`,
+    );
+  }
+}
 
 /** A member of a group that requires two-factor authentication, without it: refused until they turn it on. */
 export class TwoFactorRequiredError extends AppError {
@@ -74,8 +88,13 @@ export async function accessGroup(
   const found = await groups.findGroupAndRole(db, ref, actor.userId);
   if (!found) throw new NotFoundError(NO_GROUP);
   const { role, actor_two_factor: actorHasTwoFactor, ...group } = found;
-  const access = { actor, group, role: role ?? undefined };
+  // A personal access token limited to other groups sees this one as a group its user is not in.
+  const outOfReach = actor.token?.groups !== undefined && !actor.token.groups.has(Number(group.id));
+  const access = { actor, group, role: outOfReach ? undefined : (role ?? undefined) };
   requireGroupAction(access, action, outsiders);
+  if (access.role && actor.token && exceedsCap(actor.token.lifetimeMs, group.personal_token_max_lifetime_days)) {
+    throw new TokenLifetimeError(group, actor.token.lifetimeMs);
+  }
   if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
   return access;
 }
@@ -90,9 +109,14 @@ export function requireGroupAction(access: GroupAccess, action: GroupAction, out
   if (!canGroup(access.role, action)) throw new ForbiddenError('only an owner of this group may do this');
 }
 
-/** The groups a user belongs to, with their role in each, a page at a time. */
-export function groupsOfUser(db: Knex, userId: number, page: { limit: number; offset: number; filter?: string }) {
-  return groups.pageGroupsOfUser(db, userId, page);
+/**
+ * The groups a user belongs to, with their role in each, a page at a time. Through a personal
+ * access token: only those it reaches (the groups it is limited to, and not the groups whose cap
+ * on tokens' lifetime it exceeds).
+ */
+export function groupsOfUser(db: Knex, userId: number, page: { limit: number; offset: number; filter?: string }, token?: PersonalTokenLimits) {
+  const reach = token ? { tokenId: token.tokenId, limited: token.groups !== undefined, lifetimeMs: comparableLifetimeMs(token.lifetimeMs) } : undefined;
+  return groups.pageGroupsOfUser(db, userId, { ...page, reach });
 }
 
 /** The members of a group the actor may read, by username. */
@@ -110,6 +134,11 @@ export function auditLogOf(db: Knex, access: GroupAccess): Promise<AuditRow[]> {
 /** The path of a group by id (where a repeated submission of the new-group form is sent), or undefined once it is gone. */
 export async function groupPathById(db: Knex, id: number): Promise<string | undefined> {
   return (await groups.findGroupById(db, id))?.path;
+}
+
+/** A group as it is now (after a change), or undefined once it is gone. */
+export function groupById(db: Knex, id: number): Promise<groups.GroupRow | undefined> {
+  return groups.findGroupById(db, id);
 }
 
 /** The actor's role in a group as it is now (after a change they made to their own membership). */
@@ -148,13 +177,21 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
   if (requireTwoFactor && !group.require_two_factor && !actor.admin && !(await hasTwoFactor(db, actor.userId))) {
     throw new ValidationError('requireTwoFactor', 'requireTwoFactor needs two-factor authentication on your own account first (Account settings → Two-factor authentication)');
   }
+  const cap = data.personalTokenMaxLifetimeDays === undefined ? group.personal_token_max_lifetime_days : data.personalTokenMaxLifetimeDays;
+  // The cap is recorded in words ("30 days", "no limit"), as the audit log shows it.
   const changes = changedFields(
-    { name: group.name, description: group.description, visibilityLevel: group.visibility_level, requireTwoFactor: Boolean(group.require_two_factor) },
-    { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor },
+    {
+      name: group.name,
+      description: group.description,
+      visibilityLevel: group.visibility_level,
+      requireTwoFactor: Boolean(group.require_two_factor),
+      personalTokenMaxLifetimeDays: capInWords(group.personal_token_max_lifetime_days),
+    },
+    { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor, personalTokenMaxLifetimeDays: capInWords(cap) },
   );
   await db.transaction(async (trx) => {
     const at = now();
-    await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, at });
+    await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, personalTokenMaxLifetimeDays: cap, at });
     await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
   });
 }

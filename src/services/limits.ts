@@ -114,6 +114,7 @@ export class Limits {
   private readonly resetEmail?: Counter;
   private readonly resetIp?: Counter;
   private readonly devicePoll: RateLimiterAbstract;
+  private readonly credentialReportsIp?: Counter;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
@@ -144,6 +145,7 @@ export class Limits {
     if (limits.resetIp) this.resetIp = counter('reset-ip', limits.resetIp);
     // Not a limit one turns off: RFC 8628's polling interval, which the device is told.
     this.devicePoll = store({ keyPrefix: 'device-poll', points: 1, duration: config.deviceFlow.pollIntervalS });
+    if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
   }
 
   /**
@@ -236,6 +238,19 @@ export class Limits {
     ]);
     const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
     if (refused.length) throw this.refused(taken[0]?.allowed === false ? 'reset-email' : 'reset-ip', tooManyMails(Math.max(...refused)));
+  }
+
+  /** One report of leaked credentials from a client address: a 429 past its limit. */
+  async takeCredentialReport(ip: string): Promise<void> {
+    if (!this.credentialReportsIp) return;
+    const taken = await consume(this.credentialReportsIp.limiter, key(ip));
+    if (!taken.allowed) {
+      const seconds = retryAfterS(taken.res);
+      throw this.refused(
+        'credential-reports-ip',
+        new RetryLaterError(429, 'rate_limited', `too many credential reports from this address; try again ${inWords(seconds)}`, seconds),
+      );
+    }
   }
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */

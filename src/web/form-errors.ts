@@ -9,7 +9,7 @@ import { AppError, ConflictError, RetryLaterError, ValidationError, type FieldPr
  */
 export const LABELS = {
   signup: { username: 'Username', email: 'Email', name: 'Name', password: 'Password' },
-  group: { name: 'Name', path: 'Path', description: 'Description', visibilityLevel: 'Visibility', requireTwoFactor: 'Require two-factor authentication' },
+  group: { name: 'Name', path: 'Path', description: 'Description', visibilityLevel: 'Visibility', requireTwoFactor: 'Require two-factor authentication', personalTokenMaxLifetimeDays: 'Maximum lifetime of personal access tokens' },
   app: {
     name: 'Application name',
     homepageURL: 'Homepage URL',
@@ -20,7 +20,7 @@ export const LABELS = {
     deviceFlow: 'Enable Device Flow',
     requirePushedAuthorizationRequests: 'Require pushed authorization requests',
   },
-  token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration' },
+  token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration', groups: 'Groups' },
   profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },

@@ -23,6 +23,7 @@ import {
 } from '../services/groups.js';
 import { deleteGroup, groupDeletionSummary, requireDeletionConfirmed } from '../services/group-deletion.js';
 import * as rules from '../services/rules.js';
+import { MAX_POLICY_DAYS } from '../policies/token-lifetime.js';
 import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
@@ -139,7 +140,14 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       title: `Settings · ${group.name}`,
       group,
       tab: 'general',
-      values: extra.values ?? { name: group.name, description: group.description, visibilityLevel: group.visibility_level, requireTwoFactor: Boolean(group.require_two_factor) },
+      values: extra.values ?? {
+        name: group.name,
+        description: group.description,
+        visibilityLevel: group.visibility_level,
+        requireTwoFactor: Boolean(group.require_two_factor),
+        personalTokenMaxLifetimeDays: group.personal_token_max_lifetime_days === null ? '' : String(group.personal_token_max_lifetime_days),
+      },
+      maxLifetimeDays: MAX_POLICY_DAYS,
       errors: extra.errors ?? {},
       labels: LABELS.group,
       visibilityLevels: VISIBILITY_LEVELS,
@@ -155,9 +163,15 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = accessOf(ctx);
     const { group } = access;
     const form = formFields(ctx);
-    const values = { name: form.name ?? '', description: form.description ?? '', visibilityLevel: form.visibilityLevel ?? '', requireTwoFactor: form.requireTwoFactor === 'on' };
+    const values = {
+      name: form.name ?? '',
+      description: form.description ?? '',
+      visibilityLevel: form.visibilityLevel ?? '',
+      requireTwoFactor: form.requireTwoFactor === 'on',
+      personalTokenMaxLifetimeDays: (form.personalTokenMaxLifetimeDays ?? '').trim(),
+    };
     try {
-      await updateGroupSettings(db, access, values);
+      await updateGroupSettings(db, access, { ...values, personalTokenMaxLifetimeDays: daysField(values.personalTokenMaxLifetimeDays) });
       ctx.redirect(`${settingsUrl(group)}?notice=saved`);
     } catch (err) {
       const errors = formErrors(err, LABELS.group);
@@ -302,11 +316,20 @@ export function pageGroupLoader(deps: WebDeps) {
   });
 }
 
+/** The lifetime cap as typed: empty is no limit, digits a number of days, anything else a number the rules refuse. */
+function daysField(value: string): number | null {
+  if (value === '') return null;
+  return /^[0-9]{1,6}$/.test(value) ? Number(value) : NaN;
+}
+
 function memberId(value: string | undefined): number {
   const id = parseId(value);
   if (id === undefined) throw new NotFoundError('that user is not a member of this group');
   return id;
 }
+
+/** Revocations a report of leaked credentials made: no person acted. */
+const REPORTED_ACTIONS = new Set(['app.secret.report.revoke', 'app.token.report.revoke']);
 
 /**
  * An audit row as the group's log shows it: the actor ("deleted user", or "—": the admin CLI),
@@ -315,5 +338,6 @@ function memberId(value: string | undefined): number {
 function groupAuditEvent(row: AuditRow) {
   const labels: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
   const details = auditDetails(auditDetailsOf(row), (field) => labels[field] ?? field);
-  return presentAuditEvent(row, row.actor_username ?? (row.actor_deleted ? 'deleted user' : '—'), details);
+  const actor = row.actor_username ?? (row.actor_deleted ? 'deleted user' : REPORTED_ACTIONS.has(row.action) ? 'leaked-credential report' : '—');
+  return presentAuditEvent(row, actor, details);
 }

@@ -6,7 +6,8 @@ import { NotFoundError, type AppError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
 import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
-import { accessTokensOf, createAccessToken, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
+import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
+import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
@@ -41,6 +42,9 @@ interface TokenForm {
   name: string;
   scopes: string[];
   expiration: string;
+  /** `all`: every group of mine; `selected`: only the groups checked. */
+  groupAccess: string;
+  groups: string[];
 }
 
 /** A form field that may be repeated (checkboxes): every string value, in order. */
@@ -59,6 +63,7 @@ function newTokenInput(form: TokenForm): NewAccessToken {
     name: form.name,
     scopes: form.scopes as NewAccessToken['scopes'],
     expiresInDays: form.expiration === 'never' ? null : /^[0-9]{1,3}$/.test(form.expiration) ? Number(form.expiration) : NaN,
+    groups: form.groupAccess === 'selected' ? form.groups.map((id) => (/^[0-9]{1,10}$/.test(id) ? Number(id) : NaN)) : 'all',
   };
 }
 
@@ -109,13 +114,16 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     status = 200,
   ) {
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
+    const { items: myGroups } = await groupsOfUser(db, userId, { limit: 200, offset: 0 });
     render(ctx, 'account/settings/tokens', {
       title: 'Access tokens · Account settings',
       tab: 'tokens',
       tokens,
       scopeChoices: TOKEN_SCOPES,
       expirations: EXPIRATIONS,
-      form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION },
+      form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION, groupAccess: 'all', groups: [] },
+      groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path })),
+      reported: await reportedTokensOf(db, userId),
       values: { name: extra.form?.name ?? '' },
       errors: extra.errors ?? {},
       labels: LABELS.token,
@@ -148,7 +156,13 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.post(['/tokens', '/tokens/new'], async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
-    const form: TokenForm = { name: fields.name ?? '', scopes: formList(ctx, 'scopes'), expiration: fields.expiration ?? '' };
+    const form: TokenForm = {
+      name: fields.name ?? '',
+      scopes: formList(ctx, 'scopes'),
+      expiration: fields.expiration ?? '',
+      groupAccess: fields.groupAccess === 'selected' ? 'selected' : 'all',
+      groups: formList(ctx, 'groups'),
+    };
     try {
       const outcome = await createOnce(db, () => createAccessToken(db, user.id, newTokenInput(form), submissionOf(ctx, 'token')));
       // The token goes to the next page in the one-time flash: the database keeps a digest, and nothing puts it in a URL.

@@ -59,7 +59,7 @@ describeEachProfile('API endpoints', (profile) => {
       expect(res.status, res.text).to.equal(200);
       expect(Object.keys(res.body)).to.deep.equal(['data']);
       expect(res.body.data).to.include({ id: group.id, name: 'Research', path: group.path, description: '', visibilityLevel: 'private', requireTwoFactor: false, role: 'maintainer' });
-      expect(Object.keys(res.body.data).sort()).to.deep.equal(['createdAt', 'description', 'id', 'name', 'path', 'requireTwoFactor', 'role', 'updatedAt', 'visibilityLevel']);
+      expect(Object.keys(res.body.data).sort()).to.deep.equal(['createdAt', 'description', 'id', 'name', 'path', 'personalTokenMaxLifetimeDays', 'requireTwoFactor', 'role', 'updatedAt', 'visibilityLevel']);
       expect(new Date(res.body.data.createdAt).toISOString()).to.equal(res.body.data.createdAt);
     });
 

@@ -64,7 +64,7 @@ describeEachProfile('idp CLI', (profile) => {
     const group = json(
       await idp(t.url, ['group', 'create', '--name', 'Team', '--path', path, '--owner', owner.username, '--visibility', 'internal', '--description', 'The team', '--json']),
     );
-    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'requireTwoFactor', 'createdAt', 'updatedAt');
+    expect(group).to.have.all.keys('id', 'name', 'path', 'description', 'visibilityLevel', 'requireTwoFactor', 'personalTokenMaxLifetimeDays', 'createdAt', 'updatedAt');
     expect(group).to.include({ name: 'Team', path, description: 'The team', visibilityLevel: 'internal' });
     expect(group.createdAt).to.match(ISO_TIME);
     const membership = await t.db('memberships').where({ group_id: group.id, user_id: owner.id }).first('role');
@@ -166,7 +166,8 @@ describeEachProfile('idp CLI', (profile) => {
     const created = json(
       await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'ci', '--scope', 'groups:read-only groups:read-write', '--expires-in-days', '30', '--json']),
     );
-    expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt');
+    expect(created).to.have.all.keys('id', 'name', 'token', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt', 'groups');
+    expect(created.groups).to.equal('all');
     expect(created).to.include({ name: 'ci', lastUsedAt: null });
     expect(created.scopes).to.deep.equal(['groups:read-only', 'groups:read-write']);
     const token = String(created.token);
@@ -177,6 +178,18 @@ describeEachProfile('idp CLI', (profile) => {
     expect(JSON.stringify(rows)).to.not.include(token.slice(3, 33));
     const found = await findAccessTokenByDigest(t.db, createHash('sha256').update(token).digest('base64url'));
     expect(found?.user_id, 'the bearer check finds it as its user').to.equal(user.id);
+  });
+
+  it('token create --group limits the token to those groups of the user, and refuses a group they are not in', async () => {
+    const user = await makeUser(t.db);
+    const mine = await makeGroup(t.db, user.id);
+    await makeGroup(t.db, user.id);
+    const created = json(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'one-group', '--scope', 'groups:read-only', '--group', mine.path, '--json']));
+    expect(created.groups).to.deep.equal([{ id: mine.id, name: mine.name, path: mine.path }]);
+    const stored = await t.db('personal_token_groups').where({ token_id: created.id }).select('group_id');
+    expect(stored.map((r) => Number(r.group_id))).to.deep.equal([mine.id]);
+    const foreign = await makeGroup(t.db, (await makeUser(t.db)).id);
+    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--group', foreign.path]))).to.match(/^idp: .*groups must be groups you are a member of/);
   });
 
   it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {

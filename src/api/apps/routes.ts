@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { ValidationError } from '../../errors.js';
 import { accessOf } from '../../http/load-group.js';
 import { presentApp, presentAppWithSecrets } from '../../presenters/app.js';
 import {
@@ -21,7 +20,7 @@ import * as rules from '../../services/rules.js';
 import { apiGroupLoader, loadApp } from '../access.js';
 import { requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
-import { idParam } from '../params.js';
+import { idParam, jsonObject } from '../params.js';
 
 
 
@@ -93,14 +92,4 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
   });
 
   return router;
-}
-
-/** The parsed JSON body as an object (no body at all is `{}`); an array or a scalar is a 400. */
-function jsonObject(ctx: Context): Record<string, unknown> {
-  const body = (ctx.request as { body?: unknown }).body;
-  if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ValidationError('body', 'the request body must be a JSON object');
-  }
-  return body as Record<string, unknown>;
 }

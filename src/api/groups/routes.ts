@@ -3,13 +3,25 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteGroup } from '../../services/group-deletion.js';
 import { presentGroup } from '../../presenters/group.js';
-import { groupsOfUser } from '../../services/groups.js';
-import { MAX_FILTER_LENGTH } from '../../services/rules.js';
+import { groupById, groupsOfUser, updateGroupSettings } from '../../services/groups.js';
+import * as rules from '../../services/rules.js';
+import { jsonObject } from '../params.js';
 import { accessOf } from '../../http/load-group.js';
 import { apiGroupLoader } from '../access.js';
 import { authOf, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { optionalQuery } from '../params.js';
+import { z } from 'zod';
+import { maxLifetimeDays } from '../../policies/token-lifetime.js';
+
+/** An edit of a group's settings names only the fields it changes; an unknown field is an error. */
+export const groupChanges = z.strictObject({
+  name: rules.name.optional(),
+  description: rules.description.unwrap().optional(),
+  visibilityLevel: rules.visibilityLevel.optional(),
+  requireTwoFactor: z.boolean({ error: 'requireTwoFactor must be true or false' }).optional(),
+  personalTokenMaxLifetimeDays: maxLifetimeDays.optional(),
+});
 
 export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; realm: string }): Router {
   const router = new Router();
@@ -19,14 +31,31 @@ export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; 
 
   router.get('/groups', readOnly, async (ctx) => {
     const page = parsePage(ctx);
-    const filter = optionalQuery(ctx, 'filter', MAX_FILTER_LENGTH);
-    const { total, items } = await groupsOfUser(deps.db, authOf(ctx).userId, { ...page, filter });
+    const filter = optionalQuery(ctx, 'filter', rules.MAX_FILTER_LENGTH);
+    const auth = authOf(ctx);
+    const { total, items } = await groupsOfUser(deps.db, auth.userId, { ...page, filter }, auth.personal);
     sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) });
   });
 
   router.get('/groups/:id', readOnly, loadGroup('read'), (ctx) => {
     const { group, role } = accessOf(ctx);
     ctx.body = { data: presentGroup(group, role!) };
+  });
+
+  // Owners only: fields left out keep their value.
+  router.patch('/groups/:id', readWrite, loadGroup('manage-settings'), async (ctx) => {
+    const access = accessOf(ctx);
+    const { group, role } = access;
+    const changes = rules.parse(groupChanges, jsonObject(ctx));
+    await updateGroupSettings(deps.db, access, {
+      name: changes.name ?? group.name,
+      description: changes.description ?? group.description,
+      visibilityLevel: changes.visibilityLevel ?? group.visibility_level,
+      requireTwoFactor: changes.requireTwoFactor,
+      personalTokenMaxLifetimeDays: changes.personalTokenMaxLifetimeDays,
+    });
+    const updated = await groupById(deps.db, group.id);
+    ctx.body = { data: presentGroup(updated ?? group, role!) };
   });
 
   // Owners only: the group goes with its members, applications and their tokens.

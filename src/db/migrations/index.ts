@@ -8,6 +8,7 @@ import * as admin from './0007_admin.js';
 import * as submissionKeys from './0008_submission_keys.js';
 import * as publicClients from './0009_public_clients.js';
 import * as twoFactor from './0011_two_factor.js';
+import * as tokenPolicies from './0012_token_policies.js';
 import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
 
 interface Migration {
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '0008_submission_keys': submissionKeys,
   '0009_public_clients': publicClients,
   '0011_two_factor': twoFactor,
+  '0012_token_policies': tokenPolicies,
   '0013_device_flow_and_par': deviceFlowAndPar,
 };
 

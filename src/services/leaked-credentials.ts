@@ -1,0 +1,102 @@
+import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
+import { z } from 'zod';
+import { deleteAccessTokenById, findAccessTokenByDigest } from '../db/access-tokens.js';
+import { deleteSecret, findAppByClientId, findSecretByDigest } from '../db/apps.js';
+import { recordAudit } from '../db/audit.js';
+import { usernameOf } from '../db/users.js';
+import { now } from '../time.js';
+import { digest, isWellFormedToken } from '../tokens.js';
+import { REPORTED_TOKEN_ACTION } from './access-tokens.js';
+import { revokeGrants } from './apps.js';
+import * as rules from './rules.js';
+
+/** The most credentials one report may carry. */
+export const MAX_REPORTED = 1000;
+
+export const credentialReport = z
+  .strictObject({
+    credentials: z
+      .array(z.string({ error: 'credentials must hold strings only' }), { error: 'credentials must be an array of strings' })
+      .min(1, 'credentials must hold at least one value')
+      .max(MAX_REPORTED, `credentials must hold at most ${MAX_REPORTED} values`)
+      .describe(`The values found in public (1 to ${MAX_REPORTED}): \`ho_\` access tokens, \`hr_\` refresh tokens, \`ha_\` personal access tokens, \`hs_\` client secrets. Anything else is ignored.`),
+  })
+  .meta({ id: 'CredentialReport' });
+
+/** The audit actions of revocations a report made (the group's log; the user's is REPORTED_TOKEN_ACTION). */
+export const REPORTED_SECRET_ACTION = 'app.secret.report.revoke';
+export const REPORTED_OAUTH_TOKEN_ACTION = 'app.token.report.revoke';
+
+interface Deps {
+  db: Knex;
+  provider: Provider;
+}
+
+/**
+ * A report of credentials found in public (a secret scanner's, or anyone's): every live one is
+ * revoked and the revocation recorded where its owner reads it. The caller answers the same
+ * whatever was sent, so a report tells nothing about what it named.
+ *
+ * A value whose checksum fails is dropped before any lookup. A personal access token is deleted
+ * (as its user's Revoke does) with a row in its user's own log, and a client secret deleted (as
+ * an owner's Revoke does) with a row in its group's log, each in one transaction. OAuth tokens
+ * live in the token storage (Redis, or oidc-provider's table), which no SQL transaction spans:
+ * the token is revoked there first, then its row written in the application's group's log, so a
+ * failure in between leaves a revoked token unrecorded, never a recorded live one. An access
+ * token is destroyed on its own; a refresh token ends its whole grant, as the revocation endpoint
+ * does, since it could have minted access tokens that are as public as it is.
+ */
+export async function revokeReportedCredentials(deps: Deps, input: unknown, ip: string | null): Promise<void> {
+  const { credentials } = rules.parse(credentialReport, input);
+  const wellFormed = [...new Set(credentials.map((c) => c.trim()))].filter((c) => isWellFormedToken(c));
+  for (const value of wellFormed) {
+    if (value.startsWith('ha_')) await revokePersonalToken(deps.db, value, ip);
+    else if (value.startsWith('hs_')) await revokeClientSecret(deps.db, value, ip);
+    else if (value.startsWith('ho_')) await revokeAccessToken(deps, value, ip);
+    else if (value.startsWith('hr_')) await revokeRefreshToken(deps, value, ip);
+  }
+}
+
+async function revokePersonalToken(db: Knex, value: string, ip: string | null): Promise<void> {
+  const row = await findAccessTokenByDigest(db, digest(value));
+  if (!row) return;
+  await db.transaction(async (trx) => {
+    if (!(await deleteAccessTokenById(trx, row.id))) return;
+    const at = now();
+    await recordAudit(trx, { groupId: null, userId: Number(row.user_id), actorId: null, action: REPORTED_TOKEN_ACTION, target: row.name, details: { reportedAt: at }, ip }, at);
+  });
+}
+
+async function revokeClientSecret(db: Knex, value: string, ip: string | null): Promise<void> {
+  const secret = await findSecretByDigest(db, digest(value));
+  if (!secret) return;
+  await db.transaction(async (trx) => {
+    const lastFour = await deleteSecret(trx, secret.app_id, secret.id);
+    if (lastFour === undefined) return;
+    await recordAudit(trx, { groupId: Number(secret.group_id), actorId: null, action: REPORTED_SECRET_ACTION, target: secret.client_id, details: { lastFour }, ip }, now());
+  });
+}
+
+/** The group log row of an OAuth token revoked by a report: the application's group, naming the user. */
+async function recordOAuthRevocation(db: Knex, token: { clientId?: string; accountId?: string }, kind: string, ip: string | null): Promise<void> {
+  const app = token.clientId ? await findAppByClientId(db, token.clientId) : undefined;
+  if (!app) return;
+  const user = token.accountId ? await usernameOf(db, Number(token.accountId)) : undefined;
+  await recordAudit(db, { groupId: Number(app.group_id), actorId: null, action: REPORTED_OAUTH_TOKEN_ACTION, target: app.client_id, details: { token: kind, user: user ?? 'deleted user' }, ip }, now());
+}
+
+async function revokeAccessToken(deps: Deps, value: string, ip: string | null): Promise<void> {
+  const token = await deps.provider.AccessToken.find(value);
+  if (!token || token.isExpired) return;
+  await token.destroy();
+  await recordOAuthRevocation(deps.db, token, 'access token', ip);
+}
+
+async function revokeRefreshToken(deps: Deps, value: string, ip: string | null): Promise<void> {
+  const token = await deps.provider.RefreshToken.find(value);
+  if (!token || token.isExpired || token.consumed) return;
+  await token.destroy();
+  if (token.grantId) await revokeGrants(deps.db, deps.provider, [token.grantId]);
+  await recordOAuthRevocation(deps.db, token, 'refresh token and its grant', ip);
+}
