@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       databaseUrl: 'sqlite:./data/idp.sqlite3',
       redisUrl: undefined,
       databaseTimeoutMs: 3000,
+      databasePooling: 'session',
       redisTimeoutMs: 2000,
       signup: 'open',
       logLevel: 'info',
@@ -91,6 +92,7 @@ describe('loadConfig', () => {
       SIGNUP: 'closed',
       KEYS_SECRET: 'k'.repeat(32),
       DATABASE_TIMEOUT_MS: '10000',
+      DATABASE_POOLING: 'transaction',
       REDIS_TIMEOUT_MS: '500',
     });
     expect(config).to.include({
@@ -102,6 +104,7 @@ describe('loadConfig', () => {
       redisUrl: 'redis://cache:6379/2',
       signup: 'closed',
       databaseTimeoutMs: 10_000,
+      databasePooling: 'transaction',
       redisTimeoutMs: 500,
     });
   });
@@ -115,6 +118,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', { DATABASE_URL: 'sqlite:' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],
     ['SIGNUP', { SIGNUP: 'maybe' }],
+    ['DATABASE_POOLING', { DATABASE_POOLING: 'statement' }],
     ['ISSUER', { ISSUER: 'not-a-url' }],
     ['ISSUER', { NODE_ENV: 'production', ISSUER: 'http://id.example.com' }],
     ['ISSUER', { NODE_ENV: 'production' }],
