@@ -120,7 +120,7 @@ export function knexConfig(databaseUrl: string, options: DbOptions = {}): Knex.C
 }
 
 /** How long the server lets a transaction sit without a statement, for a statement limit of `timeoutMs`. */
-export function idleTransactionTimeoutMs(timeoutMs: number): number {
+function idleTransactionTimeoutMs(timeoutMs: number): number {
   return Math.max(IDLE_TRANSACTION_FLOOR_MS, timeoutMs * 10);
 }
 
