@@ -107,7 +107,7 @@ function requestLog(logger: Logger) {
 /** Starts everything that needs storage: migrations, keys, the provider, and the Koa app around it. */
 export async function createIdp(config: Config, options: IdpOptions): Promise<Idp> {
   const { logger } = options;
-  const db = await openDatabase(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') }, { timeoutMs: config.databaseTimeoutMs });
+  const db = await openDatabase(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') }, { timeoutMs: config.databaseTimeoutMs, pooling: config.databasePooling });
   const redis = config.redis ? connectRedis(config.redis, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   const cipher = config.keysSecret ? keyCipher(config.keysSecret) : undefined;

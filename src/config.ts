@@ -32,6 +32,9 @@ const schema = z
     // short enough that a stalled store answers within seconds, long enough for a busy one.
     DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(3000),
     REDIS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(2000),
+    // transaction: DATABASE_URL leads to a pooler (pgbouncer) that hands a server connection to a
+    // client for one transaction only, so nothing may be tied to a session (see src/db/knex.ts).
+    DATABASE_POOLING: z.enum(['session', 'transaction']).default('session'),
     SIGNUP: z.enum(['open', 'closed']).default('open'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
@@ -183,6 +186,13 @@ export interface Config {
    * dropped.
    */
   databaseTimeoutMs: number;
+  /**
+   * session: PostgreSQL directly (or a pooler that keeps one server connection per client), and the
+   * statement limits are sent when connecting. transaction: through a transaction-pooling
+   * pgbouncer; nothing is sent that would outlive a transaction (no startup parameters, no named
+   * prepared statements), and the server-side limits are the database role's own settings.
+   */
+  databasePooling: 'session' | 'transaction';
   /** The longest Redis may take to connect or answer one command; a connection that stalls is dropped and reopened. */
   redisTimeoutMs: number;
   signup: 'open' | 'closed';
@@ -253,6 +263,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL,
     redis: redisTopology(e),
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
+    databasePooling: e.DATABASE_POOLING,
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     signup: e.SIGNUP,
     logLevel: e.LOG_LEVEL,

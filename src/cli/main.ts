@@ -68,7 +68,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const config = loadConfig(io.env);
     // knex's pool warnings would go to stdout, which is for results; the failure reaches stderr once.
     const result = await withDatabase(config.databaseUrl, (db, applied) =>
-      command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret, config }));
+      command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret, config }), config.databasePooling);
     io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
     return 0;
   } catch (err) {

@@ -25,7 +25,8 @@ export function findAccessTokenByDigest(db: Knex, digest: string): Promise<Omit<
  * The bearer check's one query, on every API call with an `ha_` token: by digest, on a unique
  * index, only what the check needs. Written out rather than built with knex on every call, and a
  * named prepared statement on PostgreSQL (parsed and planned once per connection; SQLite ignores
- * the name): see docs/benchmarks.md. The join on the user's primary key tells a disabled account.
+ * the name; unnamed under DATABASE_POOLING=transaction): see docs/benchmarks.md. The join on the
+ * user's primary key tells a disabled account.
  */
 const BEARER_SQL =
   'select t.id, t.user_id, t.scopes, t.created_at, t.expires_at, t.groups_limited, u.disabled_at from personal_access_tokens t join users u on u.id = t.user_id where t.digest = ? limit 1';

@@ -172,8 +172,9 @@ function fromPageRow(row: PageRow): GroupWithRole {
 /**
  * One page of a user's groups in ascending id, and the total. Only a page past the end, which has
  * no row to carry the total, costs a second query. On PostgreSQL the page query is a named
- * prepared statement (parsed and planned once per connection; SQLite ignores the name), one name
- * per shape of its SQL, as pg refuses a name reused for another text.
+ * prepared statement (parsed and planned once per connection; SQLite ignores the name, and it is
+ * dropped under DATABASE_POOLING=transaction), one name per shape of its SQL, as pg refuses a name
+ * reused for another text.
  */
 export async function pageGroupsOfUser(
   db: Knex,

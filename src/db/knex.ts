@@ -6,14 +6,38 @@ import { migrationSource } from './migrations/index.js';
 export type Db = Knex;
 
 /**
+ * How connections reach PostgreSQL. `session`: directly, or through a pooler that keeps one server
+ * connection per client connection. `transaction`: through a pooler (pgbouncer with
+ * `pool_mode = transaction`) that lends a server connection for one transaction and then gives it
+ * to another client, so nothing may outlive a transaction:
+ * - no startup parameters: pgbouncer refuses statement_timeout and
+ *   idle_in_transaction_session_timeout when connecting, and would not carry them to the server
+ *   connection of the next transaction anyway; the server-side limits are then the database
+ *   role's own settings (`ALTER ROLE … SET statement_timeout`), which every server connection
+ *   pgbouncer opens starts with. pg's client-side limit (query_timeout) stays: it does not depend
+ *   on the server, and a statement the server does not answer still drops its connection;
+ * - no named prepared statements: a name prepared on one server connection is unknown on the
+ *   next one ("prepared statement … does not exist") or already taken there ("… already
+ *   exists"); the name of every query is dropped on the connection, so a query written with one
+ *   (the bearer check, the groups page) runs unnamed, parsed each time;
+ * - nothing else in this service is tied to a session: no SET without LOCAL, advisory lock,
+ *   LISTEN or temporary table; row locks (FOR UPDATE) and knex's migration lock (a row in
+ *   knex_migrations_lock updated in a transaction) live in transactions, which the pooler keeps
+ *   on one server connection from BEGIN to COMMIT.
+ */
+export type DbPooling = 'session' | 'transaction';
+
+/**
  * Limits on how long PostgreSQL may keep a request waiting: connecting, waiting for a pooled
  * connection and each statement. Without them a database that accepts connections and never
- * answers holds every request until the operating system gives up on the socket.
+ * answers holds every request until the operating system gives up on the socket. And how
+ * connections reach it (`pooling`, default session).
  */
-export interface DbTimeouts {
-  timeoutMs: number;
+export interface DbOptions {
+  timeoutMs?: number;
   /** false: connecting only (migrations may run long statements). */
   statements?: boolean;
+  pooling?: DbPooling;
 }
 
 /**
@@ -27,7 +51,7 @@ const CLIENT_GRACE_MS = 500;
 const IDLE_TRANSACTION_FLOOR_MS = 60_000;
 
 /** Builds the knex configuration for `sqlite:<file>` or `postgres://…`. */
-export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Config {
+export function knexConfig(databaseUrl: string, options: DbOptions = {}): Knex.Config {
   const migrations: Knex.MigratorConfig = { migrationSource, tableName: 'knex_migrations' };
   if (databaseUrl.startsWith('sqlite:')) {
     const file = databaseUrl.slice('sqlite:'.length);
@@ -52,8 +76,9 @@ export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Con
       },
     };
   }
-  const timeoutMs = timeouts?.timeoutMs;
-  const statements = timeoutMs !== undefined && timeouts?.statements !== false;
+  const { timeoutMs } = options;
+  const statements = timeoutMs !== undefined && options.statements !== false;
+  const transactionPooling = options.pooling === 'transaction';
   return {
     client: 'pg',
     connection: {
@@ -61,24 +86,29 @@ export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Con
       ...(timeoutMs ? { connectionTimeoutMillis: timeoutMs } : {}),
       ...(statements
         ? {
-            statement_timeout: timeoutMs,
             query_timeout: timeoutMs + CLIENT_GRACE_MS,
+            // And idle pooled connections to a vanished server are found by TCP keep-alive probes.
+            keepAlive: true,
+          }
+        : {}),
+      ...(statements && !transactionPooling
+        ? {
+            statement_timeout: timeoutMs,
             // A transaction whose client vanished without the server noticing (a network
             // partition, not a closed socket) would hold its row locks until the server's TCP
             // gives up, hours later; the server ends it after this long without a statement.
-            idle_in_transaction_session_timeout: Math.max(IDLE_TRANSACTION_FLOOR_MS, timeoutMs * 10),
-            // And idle pooled connections to a vanished server are found by TCP keep-alive probes.
-            keepAlive: true,
+            idle_in_transaction_session_timeout: idleTransactionTimeoutMs(timeoutMs),
           }
         : {}),
     },
     pool: {
       min: 0,
       max: 10,
-      ...(statements
+      ...(statements || transactionPooling
         ? {
             afterCreate(conn: PgConnection, done: (err: Error | null, conn: unknown) => void) {
-              dropWhenUnanswered(conn);
+              if (statements) dropWhenUnanswered(conn);
+              if (transactionPooling) unnamed(conn);
               done(null, conn);
             },
           }
@@ -89,10 +119,32 @@ export function knexConfig(databaseUrl: string, timeouts?: DbTimeouts): Knex.Con
   };
 }
 
+/** How long the server lets a transaction sit without a statement, for a statement limit of `timeoutMs`. */
+function idleTransactionTimeoutMs(timeoutMs: number): number {
+  return Math.max(IDLE_TRANSACTION_FLOOR_MS, timeoutMs * 10);
+}
+
 /** The parts of a pg Client that dropWhenUnanswered touches. */
 interface PgConnection {
   query(...args: unknown[]): unknown;
   connection: { stream: { destroy(err?: Error): void } };
+}
+
+/**
+ * Sends every query without its name (an unnamed statement, parsed for that query alone): under
+ * transaction pooling a named one would be prepared on whichever server connection the pooler
+ * lent, and missing or taken on the next. Dropped here, on the connection, rather than where a
+ * query is written, so no query can bring a name back.
+ */
+function unnamed(conn: PgConnection): void {
+  const query = conn.query.bind(conn);
+  conn.query = (config: unknown, ...rest: unknown[]) => {
+    if (typeof config === 'object' && config !== null && 'name' in config && !('submit' in config)) {
+      const { name: _name, ...text } = config as Record<string, unknown>;
+      return query(text, ...rest);
+    }
+    return query(config, ...rest);
+  };
 }
 
 /**
@@ -120,12 +172,12 @@ export interface DbLog {
   warn(message: unknown): void;
 }
 
-export function createDb(databaseUrl: string, log?: DbLog, timeouts?: DbTimeouts): Db {
+export function createDb(databaseUrl: string, log?: DbLog, options?: DbOptions): Db {
   if (databaseUrl.startsWith('sqlite:')) {
     const file = databaseUrl.slice('sqlite:'.length);
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
   }
-  const config = knexConfig(databaseUrl, timeouts);
+  const config = knexConfig(databaseUrl, options);
   if (log) {
     const warn = (message: unknown) => log.warn(message);
     config.log = { warn, error: warn, deprecate: warn, debug: () => {} };
@@ -153,21 +205,69 @@ export async function migrateLatest(db: Db): Promise<string[]> {
  * The service's database, migrated. On PostgreSQL the migrations run on a pool of their own
  * whose statements have no time limit (a migration of a large table may take longer than any
  * request should; connecting is limited all the same), and requests then use a pool whose
- * statements have one.
+ * statements have one. That pool connects once before this returns, so a pooler that refuses
+ * its connections stops the start with an error that says what to set (see checkPooling).
  */
-export async function openDatabase(databaseUrl: string, log: DbLog | undefined, timeouts: DbTimeouts): Promise<Db> {
+export async function openDatabase(databaseUrl: string, log: DbLog | undefined, options: DbOptions): Promise<Db> {
   if (databaseUrl.startsWith('sqlite:')) {
     const db = createDb(databaseUrl, log);
     await migrateLatest(db);
     return db;
   }
-  const migrator = createDb(databaseUrl, log, { ...timeouts, statements: false });
+  const migrator = createDb(databaseUrl, log, { ...options, statements: false });
   try {
     await migrateLatest(migrator);
   } finally {
     await migrator.destroy();
   }
-  return createDb(databaseUrl, log, timeouts);
+  const db = createDb(databaseUrl, log, options);
+  try {
+    await checkPooling(db, log, options);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return db;
+}
+
+/** What pgbouncer answers a startup parameter it does not know (SQLSTATE 08P01). */
+const UNSUPPORTED_STARTUP_PARAMETER = /^unsupported startup parameter: /;
+
+/**
+ * Session pooling sends the statement limits when connecting: a pgbouncer in front refuses them,
+ * and the start fails with what to set instead of every request failing with pgbouncer's words.
+ * Transaction pooling leaves the server-side limits to the database role: a role without them
+ * is started with all the same, and a warning names the settings it lacks.
+ */
+async function checkPooling(db: Db, log: DbLog | undefined, options: DbOptions): Promise<void> {
+  if (options.pooling !== 'transaction') {
+    try {
+      await ping(db);
+    } catch (err) {
+      const message = (err as Error).message;
+      if (!UNSUPPORTED_STARTUP_PARAMETER.test(message)) throw err;
+      throw new Error(
+        `the database refused a connection: "${message}". DATABASE_URL leads to a connection pooler such as pgbouncer: ` +
+          'set DATABASE_POOLING=transaction, and statement_timeout and idle_in_transaction_session_timeout on the database role',
+        { cause: err },
+      );
+    }
+    return;
+  }
+  if (options.timeoutMs === undefined || options.statements === false) return;
+  const { rows } = (await db.raw(
+    "select current_setting('statement_timeout') as statement_timeout, current_setting('idle_in_transaction_session_timeout') as idle_in_transaction_session_timeout",
+  )) as { rows: Array<Record<string, string>> };
+  const unset = Object.entries(rows[0] ?? {})
+    .filter(([, value]) => value === '0')
+    .map(([name]) => name);
+  if (unset.length) {
+    log?.warn(
+      `DATABASE_POOLING=transaction and the database role has no ${unset.join(' and ')}: a statement or transaction may hold a server connection ` +
+        `until the client gives up; set them on the role (ALTER ROLE … SET statement_timeout = '${options.timeoutMs}ms', ` +
+        `idle_in_transaction_session_timeout = '${idleTransactionTimeoutMs(options.timeoutMs)}ms')`,
+    );
+  }
 }
 
 export function isPostgres(db: Db): boolean {

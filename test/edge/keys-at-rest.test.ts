@@ -31,7 +31,7 @@ async function cli(t: TestDatabase, args: string[], env: Record<string, string> 
   let err = '';
   stdout.on('data', (c: Buffer) => (out += c.toString()));
   stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await main(args, { stdin: new PassThrough(), stdout, stderr, env: { DATABASE_URL: t.url, NODE_ENV: 'test', ...env } });
+  const code = await main(args, { stdin: new PassThrough(), stdout, stderr, env: { DATABASE_URL: t.url, DATABASE_POOLING: t.pooling, NODE_ENV: 'test', ...env } });
   return { code, stdout: out, stderr: err };
 }
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { TEST_DATABASE_POOLING } from './db.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -10,10 +11,13 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs the real CLI in a child process against `url`, with `stdin` piped in and `env` added to the environment. */
+/**
+ * Runs the real CLI in a child process against `url`, with `stdin` piped in and `env` added to the
+ * environment. A PostgreSQL `url` is a test database, reached as TEST_DATABASE_POOLING says.
+ */
 export function idp(url: string, args: string[], stdin = '', env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ...env } }, (err, stdout, stderr) =>
+    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ...(url.startsWith('sqlite:') ? {} : { DATABASE_POOLING: TEST_DATABASE_POOLING }), ...env } }, (err, stdout, stderr) =>
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
     child.stdin!.on('error', () => {}); // the CLI may exit before reading what we pipe

@@ -37,7 +37,7 @@ describe('two instances sharing PostgreSQL and Redis', function () {
     for (const port of ports) {
       const index = outputs.push('') - 1;
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
-        env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ISSUER: issuer, DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+        env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ISSUER: issuer, DATABASE_URL: database.url, DATABASE_POOLING: database.pooling, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'warn', NODE_ENV: 'test' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout!.on('data', (d) => (outputs[index] += d));

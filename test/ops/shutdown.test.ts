@@ -45,6 +45,7 @@ async function startServer(database: TestDatabase, profile: Profile, port: numbe
       PORT: String(port),
       ISSUER: url,
       DATABASE_URL: database.url,
+      DATABASE_POOLING: database.pooling,
       REDIS_URL: profile === 'postgres+redis' ? TEST_REDIS_URL! : '',
       MAIL_DIR: mailDir,
       ...env,

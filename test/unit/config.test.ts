@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       databaseUrl: 'sqlite:./data/idp.sqlite3',
       redis: undefined,
       databaseTimeoutMs: 3000,
+      databasePooling: 'session',
       redisTimeoutMs: 2000,
       signup: 'open',
       logLevel: 'info',
@@ -93,6 +94,7 @@ describe('loadConfig', () => {
       SIGNUP: 'closed',
       KEYS_SECRET: 'k'.repeat(32),
       DATABASE_TIMEOUT_MS: '10000',
+      DATABASE_POOLING: 'transaction',
       REDIS_TIMEOUT_MS: '500',
     });
     expect(config).to.include({
@@ -103,6 +105,7 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://idp@db.internal:5432/idp',
       signup: 'closed',
       databaseTimeoutMs: 10_000,
+      databasePooling: 'transaction',
       redisTimeoutMs: 500,
     });
     expect(config.redis).to.deep.equal({ kind: 'single', url: 'redis://cache:6379/2' });
@@ -157,6 +160,7 @@ describe('loadConfig', () => {
     ['REDIS_SENTINEL_NAME', { REDIS_SENTINEL_NAME: 'mymaster' }],
     ['REDIS_SENTINEL_NAME', { REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'my master' }],
     ['SIGNUP', { SIGNUP: 'maybe' }],
+    ['DATABASE_POOLING', { DATABASE_POOLING: 'statement' }],
     ['ISSUER', { ISSUER: 'not-a-url' }],
     ['ISSUER', { NODE_ENV: 'production', ISSUER: 'http://id.example.com' }],
     ['ISSUER', { NODE_ENV: 'production' }],
