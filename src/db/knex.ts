@@ -195,10 +195,24 @@ export async function migrateLatest(db: Db): Promise<string[]> {
       const [, applied] = (await db.migrate.latest()) as [number, string[]];
       return applied;
     } catch (err) {
-      if ((err as Error).name !== 'MigrationLocked' || attempt >= 60) throw err;
+      if (!(isMigrationLocked(err) || isMigrationTablesRace(err)) || attempt >= 60) throw err;
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+}
+
+const isMigrationLocked = (err: unknown) => (err as Error)?.name === 'MigrationLocked';
+
+/**
+ * knex creates its own tables (knex_migrations and its lock) before it takes the lock, so
+ * instances starting together on a brand-new PostgreSQL database race to create them: the
+ * loser gets "relation already exists" (42P07), or a unique violation on the catalog of type
+ * names when both create the same table at the same instant. The tables are there by then; the
+ * next attempt finds them and waits for the lock like the others.
+ */
+function isMigrationTablesRace(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string; message?: string };
+  return e?.code === '42P07' || (e?.code === '23505' && (e.constraint === 'pg_type_typname_nsp_index' || /pg_type_typname_nsp_index/.test(e.message ?? '')));
 }
 
 /**

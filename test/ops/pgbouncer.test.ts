@@ -72,17 +72,16 @@ const PARALLEL = 16;
     expect(await idp.db('knex_migrations_lock').first('is_locked')).to.deep.equal({ is_locked: 0 });
   });
 
-  it('lets three instances migrating one database at once apply each pending migration exactly once between them', async () => {
-    // knex's lock is a row it updates in a transaction. Its tables exist first (knex creates them
-    // before taking the lock, so instances racing on a database without them collide on
-    // `create table`, through pgbouncer or not): the first migration is applied alone.
+  it('lets three instances migrating one brand-new database at once apply each migration exactly once between them', async () => {
+    // knex creates its tables before it takes its lock, so the three also race on `create table`:
+    // the losers try again and then wait for the lock (migrateLatest).
     const url = await emptyDatabase();
     const dbs = [1, 2, 3].map(() => createDb(url, { warn: () => {} }, { pooling: 'transaction' }));
     try {
-      const [, first] = (await dbs[0]!.migrate.up()) as [number, string[]];
       const applied = await Promise.all(dbs.map((db) => migrateLatest(db)));
       const all = await migrationSource.getMigrations([]);
-      expect([...first, ...applied.flat()]).to.have.ordered.members(all);
+      expect(applied.flat()).to.have.members(all);
+      expect(applied.flat()).to.have.length(all.length);
       const rows = await dbs[0]!('knex_migrations').orderBy('id').select('name');
       expect(rows.map((r) => r.name)).to.deep.equal(all);
     } finally {
