@@ -193,13 +193,22 @@ describeEachProfile('idp CLI', (profile) => {
     expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--group', foreign.path]))).to.match(/^idp: .*groups must be groups you are a member of/);
   });
 
+  // Each refusal is a process of its own (tsx start-up: seconds on a loaded machine), so they run
+  // side by side rather than one after another.
   it('token create refuses an unknown scope and an expiry out of range, naming the flag', async () => {
     const user = await makeUser(t.db);
-    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: /);
-    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '400']))).to.match(/^idp: --expires-in-days: /);
-    expect(refusal(await idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', '--scope', 'groups:read-only', '--expires-in-days', '1e2']))).to.equal(
-      'idp: --expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)',
-    );
+    const create = (...flags: string[]) => idp(t.url, ['token', 'create', '--user', user.username, '--name', 'x', ...flags]);
+    const [scope, tooLong, notWhole] = await Promise.all([
+      create('--scope', 'admin'),
+      create('--scope', 'groups:read-only', '--expires-in-days', '400'),
+      create('--scope', 'groups:read-only', '--expires-in-days', '1e2'),
+    ]);
+    expect(refusal(scope)).to.match(/^idp: --scope: /);
+    expect(refusal(tooLong)).to.match(/^idp: --expires-in-days: /);
+    expect(refusal(notWhole)).to.equal('idp: --expires-in-days: must be a whole number of days from 1 to 365 (leave it out for a token that never expires)');
+  });
+
+  it('token create names a user that does not exist', async () => {
     expect(refusal(await idp(t.url, ['token', 'create', '--user', 'nobody-here', '--name', 'x', '--scope', 'groups:read-only']))).to.equal('idp: no user "nobody-here"');
   });
 
