@@ -10,7 +10,7 @@ import { createLogger } from '../log.js';
 import { createAccessToken, MAX_TOKEN_DAYS } from '../services/access-tokens.js';
 import { disableUser, enableUser, sendPasswordReset, setSiteAdmin } from '../services/admin.js';
 import { createMailer } from '../services/mail.js';
-import { createApplication } from '../services/apps.js';
+import { accessApplication, createApplication, updateApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { deleteGroup } from '../services/group-deletion.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
@@ -163,16 +163,52 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
     description: flags.string('description'),
     signOutRedirectURLs: flags.list('sign-out-url'),
     type: flags.has('public') ? 'public' : 'confidential',
+    deviceFlow: flags.has('device-flow'),
+    requirePushedAuthorizationRequests: flags.has('require-par'),
   });
   return {
     json: presentApp(app, { secret: secret?.secret }),
     text: [
       `created ${app.client_type} application "${app.name}" in ${group.path}`,
       `clientID:     ${app.client_id}`,
+      ...(app.device_flow || app.require_pushed_authorization_requests ? [switchesText(app)] : []),
       ...(secret
         ? [`clientSecret: ${secret.secret}`, 'Copy the client secret now: it will not be shown again.']
         : ['A public application has no client secret: its authorization requests must carry a PKCE code_challenge (S256).']),
     ].join('\n'),
+  };
+}
+
+/**
+ * `--on` and `--no-on` of one switch: true, false, or undefined when neither was given (the
+ * setting stays as it is); both at once is refused.
+ */
+function switchFlag(flags: Flags, name: string): boolean | undefined {
+  if (flags.has(name) && flags.has(`no-${name}`)) throw new UsageError(`--${name} and --no-${name}: give one of them`);
+  return flags.has(name) ? true : flags.has(`no-${name}`) ? false : undefined;
+}
+
+/** The application's settings after a change, as a person reads them. */
+function switchesText(app: { device_flow: boolean | number; require_pushed_authorization_requests: boolean | number }): string {
+  return [
+    `device flow:                       ${app.device_flow ? 'enabled' : 'disabled'}`,
+    `pushed authorization requests:     ${app.require_pushed_authorization_requests ? 'required' : 'not required'}`,
+  ].join('\n');
+}
+
+async function appUpdate({ db, flags }: CommandContext): Promise<CommandResult> {
+  const access = await accessApplication(db, ADMIN, flags.argument());
+  const changes = {
+    deviceFlow: switchFlag(flags, 'device-flow'),
+    requirePushedAuthorizationRequests: switchFlag(flags, 'require-par'),
+  };
+  if (Object.values(changes).every((value) => value === undefined)) {
+    throw new UsageError('nothing to change: give --device-flow, --no-device-flow, --require-par or --no-require-par');
+  }
+  const app = await updateApplication(db, access, changes);
+  return {
+    json: presentApp(app),
+    text: [`updated application "${app.name}" (${app.client_id})`, switchesText(app)].join('\n'),
   };
 }
 
@@ -302,12 +338,21 @@ export const commands: Command[] = [
   },
   {
     name: 'app create',
-    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]… [--public]',
-    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL. --public: a native or single-page application, with no secret and PKCE required.',
+    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]… [--public] [--device-flow] [--require-par]',
+    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL. --public: a native or single-page application, with no secret and PKCE required. --device-flow: Enable Device Flow (the device authorization grant). --require-par: Require pushed authorization requests.',
     strings: ['group', 'name', 'homepage-url', 'callback-url', 'description'],
-    booleans: ['public'],
+    booleans: ['public', 'device-flow', 'require-par'],
     lists: ['sign-out-url'],
     run: appCreate,
+  },
+  {
+    name: 'app update',
+    usage: '<client-id> [--device-flow | --no-device-flow] [--require-par | --no-require-par]',
+    summary: 'Change the settings of the application with that client ID: Enable Device Flow on or off, Require pushed authorization requests on or off. A setting not named stays as it is.',
+    strings: [],
+    booleans: ['device-flow', 'no-device-flow', 'require-par', 'no-require-par'],
+    argument: 'client-id',
+    run: appUpdate,
   },
   {
     name: 'token create',

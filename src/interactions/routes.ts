@@ -178,6 +178,14 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   // person signs in with another account and the application still gets its answer.
   router.post('/switch-account', async (ctx) => {
     const interaction = await details(ctx);
+    if (interaction.deviceCode && interaction.session) {
+      // A device flow resumes this interaction (flowStart). The library binds it to the session it
+      // began in, and resuming it in the session that follows the sign-out would fail ("interaction
+      // session and authentication session mismatch") and end the device's request with that
+      // error. It is unbound first, as the library does itself when a flow signs in another account.
+      delete interaction.session;
+      await interaction.save(interaction.exp - Math.floor(Date.now() / 1000));
+    }
     await deps.sessions.signOut(ctx);
     ctx.redirect(flowStart(interaction));
   });

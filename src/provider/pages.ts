@@ -109,6 +109,20 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async userCodeInputSource(ctx: KoaContextWithOIDC, _form: string, out?: ErrorOut, err?: Error & { userCode?: string }): Promise<void> {
       const currentUser = await signedInUser(ctx);
       const action = ctx.oidc.urlFor('code_verification');
+      if (err && neverStored(ctx)) {
+        // An error of the resume address in a session the library never stored (a browser that
+        // came back signed out): the code form's one-time value could not be kept, and storing
+        // the session now fails in the library. The problem is said on a page without a form.
+        (ctx.oidc.session as { touched?: boolean }).touched = false;
+        render(ctx, 'device/result', {
+          title: 'Device not connected',
+          currentUser,
+          outcome: 'failed',
+          action,
+          message: CODE_PROBLEMS[err.name] ?? 'This device request can no longer be completed here. Start again on the device, or enter its code again.',
+        }, ctx.status >= 400 ? ctx.status : 400);
+        return;
+      }
       if (err && !(err.name in CODE_PROBLEMS)) {
         const aborted = err.name === 'AbortedError';
         render(ctx, 'device/result', {
@@ -182,6 +196,12 @@ const CODE_PROBLEMS: Record<string, string> = {
   ExpiredError: 'This code has expired. Start again on your device to get a new one.',
   AlreadyUsedError: 'This code was used already. Start again on your device to get a new one.',
 };
+
+/** A session the library made for this request and has not saved: it has no expiry yet. */
+function neverStored(ctx: KoaContextWithOIDC): boolean {
+  const session = ctx.oidc.session as { exp?: unknown } | undefined;
+  return Boolean(session) && typeof session!.exp !== 'number';
+}
 
 /** The one-time value the library's device forms carry (`xsrf`), kept in the session's state. */
 function sessionSecret(ctx: KoaContextWithOIDC): string {

@@ -162,6 +162,57 @@ describeEachProfile('idp CLI', (profile) => {
     expect(line).to.equal('idp: --sign-out-url: signOutRedirectURLs[0] must use https (http only for localhost, 127.0.0.1 or [::1])');
   });
 
+  it('app create --device-flow --require-par turns both switches on; without them both are off', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const base = ['app', 'create', '--group', group.path, '--homepage-url', 'https://tv.example.test', '--callback-url', 'https://tv.example.test/cb'];
+    const both = json(await idp(t.url, [...base, '--name', 'TV', '--device-flow', '--require-par', '--json']));
+    expect(both).to.include({ deviceFlow: true, requirePushedAuthorizationRequests: true });
+    const row = await t.db('oauth_apps').where({ client_id: String(both.clientID) }).first();
+    expect(Boolean(row.device_flow)).to.equal(true);
+    expect(Boolean(row.require_pushed_authorization_requests)).to.equal(true);
+    const plain = json(await idp(t.url, [...base, '--name', 'Plain', '--json']));
+    expect(plain).to.include({ deviceFlow: false, requirePushedAuthorizationRequests: false });
+    const text = await idp(t.url, [...base, '--name', 'Device only', '--device-flow']);
+    expect(text.stdout).to.match(/device flow:\s+enabled/).and.to.match(/pushed authorization requests:\s+not required/);
+  });
+
+  it('app update <client-id> turns each switch on or off, leaving the other as it is, and records the change', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const created = json(await idp(t.url, [
+      'app', 'create', '--group', group.path, '--name', 'Switches', '--homepage-url', 'https://s.example.test', '--callback-url', 'https://s.example.test/cb', '--json',
+    ]));
+    const clientId = String(created.clientID);
+    const on = json(await idp(t.url, ['app', 'update', clientId, '--device-flow', '--json']));
+    expect(on).to.include({ clientID: clientId, deviceFlow: true, requirePushedAuthorizationRequests: false });
+    expect(on).to.not.have.property('clientSecret');
+    const par = json(await idp(t.url, ['app', 'update', clientId, '--require-par', '--json']));
+    expect(par).to.include({ deviceFlow: true, requirePushedAuthorizationRequests: true });
+    const off = await idp(t.url, ['app', 'update', clientId, '--no-device-flow']);
+    expect(off.code, off.stderr).to.equal(0);
+    expect(off.stdout).to.include(`updated application "Switches" (${clientId})`).and.to.match(/device flow:\s+disabled/).and.to.match(/pushed authorization requests:\s+required/);
+    const row = await t.db('oauth_apps').where({ client_id: clientId }).first();
+    expect(Boolean(row.device_flow)).to.equal(false);
+    expect(Boolean(row.require_pushed_authorization_requests)).to.equal(true);
+    const audit = await t.db('audit_events').where({ action: 'app.update', target: clientId }).select('details');
+    expect(audit).to.have.length(3);
+  });
+
+  it('app update refuses nothing to change, both --x and --no-x, and an unknown client ID', async () => {
+    const owner = await makeUser(t.db);
+    const group = await makeGroup(t.db, owner.id);
+    const created = json(await idp(t.url, [
+      'app', 'create', '--group', group.path, '--name', 'Refusals', '--homepage-url', 'https://r.example.test', '--callback-url', 'https://r.example.test/cb', '--json',
+    ]));
+    const clientId = String(created.clientID);
+    expect(refusal(await idp(t.url, ['app', 'update', clientId]))).to.match(/nothing to change/);
+    expect(refusal(await idp(t.url, ['app', 'update', clientId, '--device-flow', '--no-device-flow']))).to.equal('idp: --device-flow and --no-device-flow: give one of them');
+    const unknown = await idp(t.url, ['app', 'update', 'ffffffffffffffffffff', '--device-flow']);
+    expect(unknown.code).to.not.equal(0);
+    expect(unknown.stderr).to.match(/no such application/);
+  });
+
   it('token create prints an ha_ token once, stores only its digest, and the bearer lookup finds it as its user', async () => {
     const user = await makeUser(t.db);
     const created = json(
@@ -297,7 +348,7 @@ describe('idp CLI: command line and environment', () => {
   it('prints its usage on --help', async () => {
     const run = await idp(t.url, ['--help']);
     expect(run).to.include({ code: 0, stderr: '' });
-    for (const command of ['migrate', 'user create', 'group create', 'group add-member', 'app create', 'keys rotate']) {
+    for (const command of ['migrate', 'user create', 'group create', 'group add-member', 'app create', 'app update', 'keys rotate']) {
       expect(run.stdout).to.include(`  ${command}`);
     }
   });

@@ -133,6 +133,13 @@ describeEachProfile('Device authorization grant', (profile) => {
     expect(wrong.text).to.include('value="BBBB-BBBB"');
   });
 
+  it('answers the device flow\'s resume address in a browser it does not know with a page, not a server error', async () => {
+    const page = await new Browser(idp.url).get('/login/device/no-such-interaction');
+    expect(page.status, page.text.slice(0, 400)).to.equal(400);
+    expect(page.text).to.include('data-testid="device-failed"');
+    expect(page.text).to.include('Start again on the device');
+  });
+
   it('refuses an application that did not enable the device flow: unauthorized_client', async () => {
     const group = await makeGroup(idp.db, owner.id);
     const plain = await makeApp(idp.db, owner.id, group.id);

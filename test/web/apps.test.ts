@@ -195,12 +195,19 @@ describeEachProfile('OAuth application pages', (profile) => {
       const app = await createdApp(client, group);
       expect(await appRow(app.clientId)).to.deep.include({ device_flow: profile === 'sqlite' ? 0 : false });
       expect(app.html).to.include('id="deviceFlow" name="deviceFlow" value="on"');
+      const fact = (html: string, id: string) => new RegExp(`data-testid="${id}">([^<]*)<`).exec(html)?.[1];
+      const before = await client.get(appPage(group, app.clientId)).expect(200);
+      expect(fact(before.text, 'app-device-flow')).to.equal('Disabled');
+      expect(fact(before.text, 'app-par')).to.equal('Not required');
       const fields = { name: VALID.name, homepageURL: VALID.homepageURL, description: '', callbackURL: VALID.callbackURL };
       await client.submit(appPage(group, app.clientId), { ...fields, deviceFlow: 'on', requirePushedAuthorizationRequests: 'on' }).expect(302);
       const on = await appRow(app.clientId);
       expect(Boolean(on.device_flow) && Boolean(on.require_pushed_authorization_requests)).to.equal(true);
       const page = await client.get(appPage(group, app.clientId)).expect(200);
       expect(page.text).to.match(/name="deviceFlow" value="on"[^>]* checked/);
+      // Said in the application's facts, not only by the boxes of the edit form.
+      expect(fact(page.text, 'app-device-flow')).to.match(/^Enabled/);
+      expect(fact(page.text, 'app-par')).to.match(/^Required/);
       // An unchecked box sends nothing: off.
       await client.submit(appPage(group, app.clientId), fields).expect(302);
       const off = await appRow(app.clientId);
