@@ -49,7 +49,8 @@ describeEachProfile('DPoP-bound tokens', (profile) => {
 
   before(async () => {
     app = await makeClient(idp.db);
-    keys = await generateKeyPair('ES256');
+    // openid-client's own key pair (its private key not extractable), as the README's example makes it.
+    keys = await client.randomDPoPKeyPair('ES256');
     // Plain http only because the test server is on loopback.
     config = await client.discovery(new URL(idp.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });
   });
