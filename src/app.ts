@@ -15,6 +15,7 @@ import type { Config } from './config.js';
 import { openDatabase, ping } from './db/knex.js';
 import { connectRedis, type RedisClient } from './storage.js';
 import { pruneRateLimits } from './db/rate-limits.js';
+import { pruneDpopProofs } from './db/dpop-proofs.js';
 import type { Logger } from './log.js';
 import { countProviderTokens, noMetrics, PrometheusMetrics, serveMetrics, type MetricsListener } from './metrics.js';
 import { isStorageOutage, outageStore } from './storage.js';
@@ -48,6 +49,7 @@ import { oneTimeFlash } from './web/flash.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { Limits } from './services/limits.js';
+import { dpopReplay } from './services/dpop-replay.js';
 import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
@@ -192,7 +194,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ctx.body = file.body;
   });
   app.use(system.routes());
-  app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, onFault }));
+  app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, dpopReplay: dpopReplay(db, redis, options.redisKeyPrefix), onFault }));
   // Below the API (which answers JSON for every path of its own): what nothing answers is a page.
   app.use(unansweredAsPage(deps));
 
@@ -214,13 +216,14 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 
   app.use(mount(provider));
 
-  // Expired oidc-provider rows and rate-limit counters are removed in the background when they
-  // live in SQL (Redis expires its own).
+  // Expired oidc-provider rows, rate-limit counters and remembered DPoP proofs are removed in the
+  // background when they live in SQL (Redis expires its own).
   const pruner = redis
     ? undefined
     : setInterval(() => {
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
         pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
+        pruneDpopProofs(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired DPoP proofs failed'));
       }, 10 * 60 * 1000).unref();
   // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
   const sessionPruner = setInterval(() => {

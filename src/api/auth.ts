@@ -5,44 +5,97 @@ import type { Scope } from '../vocabulary.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { inWords, RetryLaterError } from '../errors.js';
 import { bearerTokens, type TokenOwner } from '../services/bearer-tokens.js';
+import type { DpopReplay } from '../services/dpop-replay.js';
 import type { ApiVerdict, Limits } from '../services/limits.js';
+import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
+import { DPOP_IAT_WINDOW_S, DpopProofError, verifyDpopProof } from './dpop.js';
 import { BearerError } from './errors.js';
 
 /** Who the request's token acts as. */
 export type ApiAuth = TokenOwner;
 
+/** How the token was presented: `Authorization: Bearer …` (RFC 6750) or `Authorization: DPoP …` (RFC 9449). */
+type Scheme = 'Bearer' | 'DPoP';
+
+/** A challenge's parameter value: a description never carries a quote or backslash into the header. */
+const quoted = (value: string) => `"${value.replace(/["\\]/g, "'")}"`;
+
+/** The WWW-Authenticate challenge of `scheme`; a DPoP one names the algorithms a proof may use. */
+function challenge(scheme: Scheme, realm: string, params: Record<string, string> = {}): string {
+  const all = scheme === 'DPoP' ? { ...params, algs: DPOP_SIGNING_ALGS.join(' ') } : params;
+  return [`${scheme} realm=${quoted(realm)}`, ...Object.entries(all).map(([k, v]) => `${k}=${quoted(v)}`)].join(', ');
+}
+
 /**
  * One middleware for both token kinds (`ho_` OAuth, `ha_` personal; see
  * `services/bearer-tokens.ts`). A value whose checksum does not match is refused before any lookup.
+ *
+ * An `ho_` token the client bound to a DPoP key at the token endpoint (RFC 9449) is accepted only
+ * as `Authorization: DPoP <token>` with a `DPoP` proof signed by that key for this request (see
+ * `verifyDpopProof`), each proof once across every instance (`replay`); sent as Bearer it is
+ * refused with a DPoP challenge. The DPoP scheme is refused for a token that is not bound (a
+ * personal token never is), though RFC 9449 §7.1 would allow accepting it: a client that means
+ * to use DPoP learns at once that its token is not protected by it.
  */
-export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits; realm: string }) {
-  const realm = `Bearer realm="${deps.realm}"`;
-  const invalid = (description: string) =>
-    new BearerError(401, 'invalid_token', description, `${realm}, error="invalid_token", error_description="${description}"`);
+export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits; realm: string; issuer: string; replay: DpopReplay }) {
+  const invalid = (scheme: Scheme, description: string) =>
+    new BearerError(401, 'invalid_token', description, challenge(scheme, deps.realm, { error: 'invalid_token', error_description: description }));
+  const invalidProof = (description: string) =>
+    new BearerError(401, 'invalid_dpop_proof', description, challenge('DPoP', deps.realm, { error: 'invalid_dpop_proof', error_description: description }));
   const tokens = bearerTokens(deps);
 
   return async function authenticate(ctx: Context, next: Next): Promise<void> {
     const header = ctx.get('authorization');
-    const match = /^bearer(?: +(.*))?$/i.exec(header.trim());
+    const match = /^(bearer|dpop)(?: +(.*))?$/i.exec(header.trim());
     if (!header || !match) {
-      throw new BearerError(401, 'unauthorized', 'send a token as "Authorization: Bearer <token>"', realm);
+      throw new BearerError(401, 'unauthorized', 'send a token as "Authorization: Bearer <token>"', challenge('Bearer', deps.realm));
     }
-    const value = (match[1] ?? '').trim();
-    if (!value) throw invalid('the bearer token is empty');
+    const scheme: Scheme = match[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
+    const value = (match[2] ?? '').trim();
+    if (!value) throw invalid(scheme, `the ${scheme === 'DPoP' ? 'DPoP-bound' : 'bearer'} token is empty`);
     if (!isWellFormedToken(value) || !(value.startsWith('ho_') || value.startsWith('ha_'))) {
-      throw invalid('the token is malformed');
+      throw invalid(scheme, 'the token is malformed');
+    }
+    if (scheme === 'DPoP' && value.startsWith('ha_')) {
+      throw invalid('Bearer', 'a personal access token is not bound to a DPoP key: send it as Authorization: Bearer');
     }
     const tokenDigest = digest(value);
     const auth = value.startsWith('ho_') ? await tokens.oauth(value) : await tokens.personal(tokenDigest);
-    if (!auth) throw invalid('the token is unknown, expired or revoked');
+    if (!auth) throw invalid(scheme, 'the token is unknown, expired or revoked');
+    if (scheme === 'Bearer' && auth.jkt) {
+      throw invalid('DPoP', 'the token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof');
+    }
+    if (scheme === 'DPoP') {
+      if (!auth.jkt) throw invalid('Bearer', 'the token is not bound to a DPoP key: send it as Authorization: Bearer');
+      await checkProof(ctx, value, auth.jkt);
+    }
     // Both at once, one round trip of latency: the request is counted, and an OAuth token's
     // application and user must still be there (one query).
     const [verdict, partiesActive] = await Promise.all([deps.limits.apiRequest(tokenDigest), tokens.oauthPartiesActive(auth)]);
-    if (!partiesActive) throw invalid('the token is unknown, expired or revoked');
+    if (!partiesActive) throw invalid(scheme, 'the token is unknown, expired or revoked');
     if (verdict) applyAllowance(ctx, verdict);
     ctx.state.auth = auth;
+    ctx.state.authScheme = scheme;
     await next();
   };
+
+  /**
+   * The request's proof, for the URL built from the issuer (as the client sees it, whatever the
+   * proxy in front says), signed by the token's key, and not seen before on any instance.
+   */
+  async function checkProof(ctx: Context, accessToken: string, jkt: string): Promise<void> {
+    let proof;
+    try {
+      proof = await verifyDpopProof(ctx.get('dpop'), { method: ctx.method, url: `${deps.issuer}${ctx.path}`, accessToken });
+    } catch (err) {
+      if (err instanceof DpopProofError) throw invalidProof(err.message);
+      throw err;
+    }
+    if (proof.jkt !== jkt) throw invalidProof('the DPoP proof is not signed by the key the token is bound to');
+    // Remembered until its iat leaves the window, when it would be refused anyway.
+    const ttlS = proof.iat + DPOP_IAT_WINDOW_S - Date.now() / 1000;
+    if (!(await deps.replay.claim(jkt, proof.jti, ttlS))) throw invalidProof('the DPoP proof was already used');
+  }
 }
 
 /**
@@ -66,12 +119,8 @@ export function requireScope(scope: Scope | 'any', realm: string) {
     const { scopes } = ctx.state.auth as ApiAuth;
     const ok = scope === 'any' || scopes.has(scope) || (scope === 'groups:read-only' && scopes.has('groups:read-write'));
     if (!ok) {
-      throw new BearerError(
-        403,
-        'insufficient_scope',
-        `this request needs the ${scope} scope`,
-        `Bearer realm="${realm}", error="insufficient_scope", scope="${scope}"`,
-      );
+      const scheme = (ctx.state.authScheme as Scheme | undefined) ?? 'Bearer';
+      throw new BearerError(403, 'insufficient_scope', `this request needs the ${scope} scope`, challenge(scheme, realm, { error: 'insufficient_scope', scope }));
     }
     await next();
   };

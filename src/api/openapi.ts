@@ -64,7 +64,9 @@ const noContent = (description: string) => ({ description, headers: requestIdHea
 const pageResponse = (description: string, item: z.ZodType) => jsonResponse(description, pageOf(item), { Link: textHeader() });
 
 const authErrors = {
-  401: errorResponse('No token, or a malformed, unknown, expired or revoked one', { 'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge') }),
+  401: errorResponse('No token, or a malformed, unknown, expired or revoked one; for a DPoP-bound token, a missing or invalid proof (`invalid_dpop_proof`)', {
+    'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge, or an RFC 9449 DPoP challenge (with `algs`) for a DPoP-bound token'),
+  }),
   403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)', {
     'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge naming the scope needed; only with insufficient_scope') },
   }),
@@ -114,7 +116,12 @@ export function openApiDocument(issuer: string) {
     security: [{ bearer: [] }],
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: '`ho_` OAuth access token or `ha_` personal access token' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            '`ho_` OAuth access token or `ha_` personal access token. An `ho_` token bound to a DPoP key (RFC 9449; `token_type: DPoP` at the token endpoint) is sent instead as `Authorization: DPoP <token>` with a `DPoP` proof header for the request, which this page cannot make.',
+        },
       },
     },
     paths: {

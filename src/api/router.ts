@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
+import type { DpopReplay } from '../services/dpop-replay.js';
 import type { Limits } from '../services/limits.js';
 import { appsApi } from './apps/routes.js';
 import { credentialsApi } from './credentials/routes.js';
@@ -24,6 +25,8 @@ interface ApiDeps {
   provider: Provider;
   limits: Limits;
   issuer: string;
+  /** The accepted DPoP proofs, shared by every instance. */
+  dpopReplay: DpopReplay;
 }
 
 /** Request bodies are JSON of at most MAX_BODY_KIB; anything else with a body is a 415. */
@@ -68,7 +71,7 @@ function apiRouter(deps: ApiDeps): Router {
   ];
   // Reports of leaked credentials come from anyone, with no token: before the bearer check.
   router.use(credentialsApi({ db: deps.db, provider: deps.provider, limits: deps.limits, readBody }).routes());
-  router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm }));
+  router.use(bearerAuth({ db: deps.db, provider: deps.provider, limits: deps.limits, realm, issuer: deps.issuer, replay: deps.dpopReplay }));
   for (const step of readBody) router.use(step);
 
   for (const routes of [

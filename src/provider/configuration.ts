@@ -27,6 +27,12 @@ export const ROUTES = {
   pushed_authorization_request: '/login/oauth/par',
 } as const;
 
+/**
+ * The algorithms a DPoP proof may be signed with, at the token endpoint and at the API alike
+ * (the library's default set; discovery's `dpop_signing_alg_values_supported`).
+ */
+export const DPOP_SIGNING_ALGS = ['ES256', 'Ed25519', 'EdDSA'] as const;
+
 /** The provider's routes a browser navigates to: their errors are pages, every other route's are JSON. */
 const PAGE_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success', 'code_verification', 'device_resume']);
 
@@ -112,9 +118,12 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
         logoutSource: pages.logoutSource,
         postLogoutSuccessSource: pages.postLogoutSuccessSource,
       },
-      // On by default in v9 and so advertised in discovery, but our API does not verify DPoP
-      // proofs (a DPoP-bound token would pass as a plain bearer): off, and not advertised.
-      dPoP: { enabled: false },
+      // RFC 9449: a client that sends a DPoP proof to the token endpoint gets `token_type: DPoP`
+      // and an access token bound to its key (`cnf.jkt`); a public client's refresh token is bound
+      // too. The API checks the proof on every request with such a token (api/dpop.ts). The
+      // provider issues no nonces; a proof's `iat` must be within five minutes and its `jti` is
+      // remembered against replay (the ReplayDetection model, in SQL or Redis like the others).
+      dPoP: { enabled: true, allowReplay: false },
       // RFC 9126 at /login/oauth/par: a client pushes its authorization request (authenticated
       // as at the token endpoint) and sends only the request_uri to authorize. An application
       // may require it (`require_pushed_authorization_requests`, clients.ts); no application
@@ -170,13 +179,15 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     },
     // The signing keys stored in the database, the same on every instance (keys.ts).
     jwks: keys.jwks as Configuration['jwks'],
-    // RS256 wherever the provider signs; request objects (a feature left off) would also take PS256 and ES256.
+    // RS256 wherever the provider signs; request objects (a feature left off) would also take PS256
+    // and ES256; DPoP proofs, which clients sign, DPOP_SIGNING_ALGS.
     enabledJWA: {
       idTokenSigningAlgValues: ['RS256'],
       userinfoSigningAlgValues: ['RS256'],
       introspectionSigningAlgValues: ['RS256'],
       authorizationSigningAlgValues: ['RS256'],
       requestObjectSigningAlgValues: ['RS256', 'PS256', 'ES256'],
+      dPoPSigningAlgValues: [...DPOP_SIGNING_ALGS],
     },
     // Errors are the site's error page on the routes a browser visits, JSON on every other.
     renderError: (ctx, out) => renderError(pages, ctx, out),

@@ -16,6 +16,8 @@ export interface TokenOwner {
   clientId?: string;
   /** A personal token's group restriction and lifetime, which groups' policies are checked against. */
   personal?: PersonalTokenLimits;
+  /** An OAuth token bound to a DPoP key (RFC 9449): the key's JWK SHA-256 thumbprint, its `cnf.jkt`. */
+  jkt?: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
       if (!token || !token.accountId || !token.clientId || token.isExpired) return undefined;
       const grantId = token.grantId;
       if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
-      return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId };
+      return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId, ...(token.jkt ? { jkt: token.jkt } : {}) };
     },
 
     async personal(tokenDigest: string): Promise<TokenOwner | undefined> {

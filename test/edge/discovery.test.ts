@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { CALLBACK, makeClient } from '../helpers/factories.js';
 
-/** Discovery advertises only what works end to end: DPoP and PAR are off until they do. */
+/** Discovery advertises only what works end to end. */
 describeEachProfile('honest discovery', (profile) => {
   const server = useIdp(profile);
   let doc: Record<string, unknown>;
@@ -20,8 +20,9 @@ describeEachProfile('honest discovery', (profile) => {
     expect(metadata.authorization_endpoint).to.equal(doc.authorization_endpoint);
   });
 
-  it('does not advertise DPoP', () => {
-    expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal([]);
+  it('advertises DPoP with the algorithms the token endpoint and the API accept', () => {
+    expect(Object.keys(doc).filter((key) => key.startsWith('dpop'))).to.deep.equal(['dpop_signing_alg_values_supported']);
+    expect(doc.dpop_signing_alg_values_supported).to.deep.equal(['ES256', 'Ed25519', 'EdDSA']);
   });
 
   it('advertises pushed authorization requests and the device flow at their routes, required of no client by default', () => {
@@ -45,8 +46,7 @@ describeEachProfile('honest discovery', (profile) => {
     }
   });
 
-  it('does not read a DPoP proof at the token endpoint', async () => {
-    // With DPoP on, an unparseable proof is invalid_dpop_proof; off, the header is not read at all.
+  it('reads a DPoP proof at the token endpoint: an unparseable one is invalid_dpop_proof', async () => {
     const app = await makeClient(server.db);
     const res = await fetch(`${server.url}/login/oauth/access_token`, {
       method: 'POST',
@@ -54,6 +54,7 @@ describeEachProfile('honest discovery', (profile) => {
       body: new URLSearchParams({ code: 'unknown', client_id: app.clientId, client_secret: app.clientSecret, redirect_uri: CALLBACK }).toString(),
     });
     const body = (await res.json()) as { error: string };
-    expect(body.error).to.equal('invalid_grant');
+    expect(res.status).to.equal(400);
+    expect(body.error).to.equal('invalid_dpop_proof');
   });
 });

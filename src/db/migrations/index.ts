@@ -10,6 +10,7 @@ import * as publicClients from './0009_public_clients.js';
 import * as twoFactor from './0011_two_factor.js';
 import * as tokenPolicies from './0012_token_policies.js';
 import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
+import * as dpopProofs from './0014_dpop_proofs.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0011_two_factor': twoFactor,
   '0012_token_policies': tokenPolicies,
   '0013_device_flow_and_par': deviceFlowAndPar,
+  '0014_dpop_proofs': dpopProofs,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
