@@ -393,7 +393,7 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
       });
     }
     if (settings.selected('flow')) {
-      await row({ scenario: 'flow', label: 'whole flow (Argon2id sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), { ...base, requestsEach: await requestsOf(flow('real')) }), note: 'authorize → sign-in → consent → exchange, 9 requests, fresh user and browser each' });
+      await row({ scenario: 'flow', label: 'whole flow (Argon2id sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), { ...base, requestsEach: await requestsOf(flow('real')) }), note: 'authorize → sign-in → consent → exchange, 8 requests, fresh user and browser each' });
     }
     if (settings.selected('flow-no-kdf')) {
       await row({ scenario: 'flow-no-kdf', label: 'whole flow, KDF made negligible (not a target)', unit: 'flows/s', m: await measureLoops(flow('noKdf'), { ...base, requestsEach: await requestsOf(flow('noKdf')) }), note: 'users whose stored hash is Argon2id with m = 8 KiB, t = 1: the flow cost without the KDF' });
