@@ -65,10 +65,51 @@ export function signInAndConsent(login: { login: string; password: string }): Pa
 }
 
 export async function ourExchange(client: OAuthClient, code: string): Promise<string> {
+  return (await ourExchangeTokens(client, code)).access;
+}
+
+/** The exchange, keeping the refresh token too. */
+export async function ourExchangeTokens(client: OAuthClient, code: string): Promise<{ access: string; refresh: string }> {
   const reply = await send(new URL(ourExchangePath(client, code), client.base), { method: 'POST' });
-  const token = reply.status === 200 ? (JSON.parse(reply.body) as { access_token?: string }).access_token : undefined;
-  if (!token?.startsWith('ho_')) throw new Error(`the exchange failed: ${reply.status} ${reply.body.slice(0, 200)}`);
-  return token;
+  const body = reply.status === 200 ? (JSON.parse(reply.body) as { access_token?: string; refresh_token?: string }) : {};
+  if (!body.access_token?.startsWith('ho_') || !body.refresh_token) throw new Error(`the exchange failed: ${reply.status} ${reply.body.slice(0, 200)}`);
+  return { access: body.access_token, refresh: body.refresh_token };
+}
+
+/** The refresh-token grant, its parameters in the query string as the exchange sends them. */
+export function ourRefreshPath(client: OAuthClient, refreshToken: string): string {
+  return `/login/oauth/access_token?${new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.clientId, client_secret: client.clientSecret })}`;
+}
+
+/** One refresh; returns the next refresh token (the service rotates them: the old one is spent). */
+export async function ourRefresh(client: OAuthClient, refreshToken: string): Promise<string> {
+  const reply = await send(new URL(ourRefreshPath(client, refreshToken), client.base), { method: 'POST' });
+  const body = reply.status === 200 ? (JSON.parse(reply.body) as { access_token?: string; refresh_token?: string }) : {};
+  if (!body.access_token?.startsWith('ho_') || !body.refresh_token || body.refresh_token === refreshToken) {
+    throw new Error(`the refresh failed: ${reply.status} ${reply.body.slice(0, 200)}`);
+  }
+  return body.refresh_token;
+}
+
+/**
+ * One password sign-in through the real form, in a fresh browser: the authorize request leads
+ * to the sign-in page, its form is posted, and the service answers with a redirect onwards (to
+ * consent, which is not followed). A sign-in the full hashing queue sheds is submitted again
+ * after its Retry-After, as in the whole flow.
+ */
+export async function ourSignIn(client: OAuthClient, login: { login: string; password: string }): Promise<void> {
+  const browser = new Browser(client.base);
+  let reply = await browser.get(ourAuthorizePath(client));
+  for (let hops = 0; reply.status >= 300 && reply.status < 400 && reply.location && hops < 6; hops += 1) reply = await browser.get(reply.location);
+  if (reply.status !== 200 || !reply.body.includes('name="password"')) throw new Error(`no sign-in page: ${reply.status} ${reply.body.slice(0, 200)}`);
+  const path = formAction(reply.body, '/login');
+  const fields = { _csrf: csrfFrom(reply.body), ...login };
+  reply = await browser.postForm(path, fields);
+  for (let retry = 0; reply.status === 503 && reply.retryAfter !== undefined && retry < 20; retry += 1) {
+    await new Promise((resolve) => setTimeout(resolve, reply.retryAfter! * 1000));
+    reply = await browser.postForm(path, fields);
+  }
+  if (reply.status < 300 || reply.status >= 400) throw new Error(`the sign-in failed: ${reply.status} ${reply.body.slice(0, 200)}`);
 }
 
 /** A whole flow of a person who has never used the application, in a fresh browser: authorize → sign-in → consent → exchange. */

@@ -10,10 +10,32 @@ export interface Measurement {
   seconds: number;
   /** CPU time of the server under test per request (or flow) of the measured run, in µs. */
   cpuMicros?: number;
+  /** With a `calls` probe: Redis commands and SQL statements per answered request (or flow), by kind. */
+  callsEach?: Record<string, number>;
 }
 
 /** Reads the server's CPU time so far (µs): taken right before and after the measured run. */
 export type CpuProbe = () => Promise<number>;
+
+/** Reads the server's counts of storage calls so far, by kind (bench/server.ts). */
+export type CallsProbe = () => Promise<Record<string, number>>;
+
+/**
+ * What was counted between two readings, per request (or per flow of `requestsEach` requests):
+ * by the server's own count of requests received when it has one, else by those answered.
+ */
+function callsEach(before: Record<string, number> | undefined, after: Record<string, number> | undefined, answered: number, requestsEach = 1): Record<string, number> | undefined {
+  if (!before || !after) return undefined;
+  const received = after['http requests'];
+  const units = received === undefined ? answered : (received - (before['http requests'] ?? 0)) / requestsEach;
+  if (!(units > 0)) return undefined;
+  const out: Record<string, number> = {};
+  for (const [key, n] of Object.entries(after)) {
+    const diff = n - (before[key] ?? 0);
+    if (diff > 0) out[key] = diff / units;
+  }
+  return out;
+}
 
 export interface HttpLoad {
   url: string;
@@ -31,6 +53,7 @@ export interface HttpLoad {
   warmupAmount?: number;
   amount?: number;
   cpu?: CpuProbe;
+  calls?: CallsProbe;
 }
 
 interface Run {
@@ -71,11 +94,14 @@ async function cannon(load: HttpLoad, phase: 'warmup' | 'measure'): Promise<Run>
 /** Warm-up (not counted), then the measured run, with autocannon in this process. */
 export async function measureHttp(load: HttpLoad): Promise<Measurement> {
   if ((load.warmupAmount ?? load.warmupSeconds) > 0) await cannon(load, 'warmup');
+  const callsBefore = await load.calls?.();
   const cpuBefore = await load.cpu?.();
   const { result, seconds } = await cannon(load, 'measure');
   const cpuAfter = await load.cpu?.();
+  const callsAfter = await load.calls?.();
   const ok = result['2xx'];
   return {
+    callsEach: callsEach(callsBefore, callsAfter, ok + result.non2xx),
     cpuMicros: cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / Math.max(1, result.requests.total) : undefined,
     rate: ok / seconds,
     p50: result.latency.p50,
@@ -98,7 +124,7 @@ function percentile(sorted: number[], p: number): number {
  */
 export async function measureLoops(
   task: () => Promise<void>,
-  options: { connections: number; warmupSeconds: number; seconds: number; cpu?: CpuProbe },
+  options: { connections: number; warmupSeconds: number; seconds: number; cpu?: CpuProbe; calls?: CallsProbe; requestsEach?: number },
 ): Promise<Measurement> {
   const start = performance.now();
   const windowStart = start + options.warmupSeconds * 1000;
@@ -108,12 +134,16 @@ export async function measureLoops(
   let firstError: unknown;
   let cpuBefore: number | undefined;
   let cpuAfter: number | undefined;
+  let callsBefore: Record<string, number> | undefined;
+  let callsAfter: Record<string, number> | undefined;
   const probes = options.cpu
     ? (async () => {
         await new Promise((resolve) => setTimeout(resolve, windowStart - performance.now()));
+        callsBefore = await options.calls?.();
         cpuBefore = await options.cpu!();
         await new Promise((resolve) => setTimeout(resolve, windowEnd - performance.now()));
         cpuAfter = await options.cpu!();
+        callsAfter = await options.calls?.();
       })()
     : undefined;
   await Promise.all(
@@ -145,5 +175,7 @@ export async function measureLoops(
     completed: latencies.length,
     seconds: options.seconds,
     cpuMicros: cpuBefore !== undefined && cpuAfter !== undefined && latencies.length ? (cpuAfter - cpuBefore) / (latencies.length + errors) : undefined,
+    // Flows straddle the window's edges: per flow, the server's requests over a flow's requests.
+    callsEach: callsEach(callsBefore, callsAfter, latencies.length + errors, options.requestsEach),
   };
 }

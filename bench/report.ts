@@ -32,6 +32,36 @@ export function resultsTable(rows: Row[]): string {
   return lines.join('\n');
 }
 
+/**
+ * `--count-round-trips`: per request (or flow) of each scenario of ours, the Redis round trips
+ * and commands and the SQL statements the service sent, then each statement that came at least
+ * once in twenty requests, by its text.
+ */
+export function callsTable(rows: Row[]): string {
+  const n = (x: number | undefined) => (x === undefined ? '0' : x >= 10 ? fmt(x, 1) : fmt(x, 2));
+  const lines = [
+    '| profile | scenario | Redis round trips | Redis commands | by command | SQL statements |',
+    '|---|---|---:|---:|---|---:|',
+  ];
+  const statements: string[] = [];
+  for (const row of rows) {
+    const c = row.m.callsEach;
+    if (!c) continue;
+    const redis = Object.entries(c).filter(([k]) => k.startsWith('redis ') && k !== 'redis round trips');
+    const per = row.unit === 'sign-ins/s' || row.unit === 'flows/s' ? ` (per ${row.unit.slice(0, -3)} of ${fmt(c['http requests'] ?? 0)} requests)` : '';
+    const commands = redis.reduce((sum, [, v]) => sum + v, 0);
+    const byCommand = redis.sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k.slice(6)} ${n(v)}`).join(', ');
+    lines.push(`| ${row.profile} | \`${row.scenario}\`${per} | ${n(c['redis round trips'])} | ${n(commands)} | ${byCommand || '—'} | ${n(c['sql statements'])} |`);
+    for (const [k, v] of Object.entries(c).sort((a, b) => b[1] - a[1])) {
+      if (k.startsWith('sql ') && k !== 'sql statements' && v >= 0.05) {
+        const text = k.slice(4);
+        statements.push(`| ${row.profile} | \`${row.scenario}\` | ${n(v)} | \`${(text.length > 160 ? `${text.slice(0, 160)}…` : text).replace(/\|/g, '\\|')}\` |`);
+      }
+    }
+  }
+  return `${lines.join('\n')}\n\n| profile | scenario | each | SQL statement |\n|---|---|---:|---|\n${statements.join('\n')}`;
+}
+
 interface Verdict {
   target: string;
   measured: string;

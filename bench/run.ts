@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { databaseVersion } from './fixtures.js';
-import { resultsTable, targets, targetsTable } from './report.js';
+import { callsTable, resultsTable, targets, targetsTable } from './report.js';
 import { runSoak } from './soak.js';
 import { Ceilings, CEILINGS, OURS, prepareDatabase, runProfile, type Profile, type ProfileDatabase, type Row, type ScenarioName, type Settings } from './scenarios.js';
 import { ROOT } from '../src/paths.js';
@@ -28,6 +28,8 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup <s>         warm-up seconds per scenario (default 3)
   --log-level <l>      the service's LOG_LEVEL during the run (default info; logs go to a temporary file)
   --cpu-prof [dir]     write V8 CPU profiles of the servers under test (default dir bench/profiles)
+  --count-round-trips  the service counts the Redis commands and SQL statements it sends; prints
+                       them per request (or flow) for each scenario of ours
   --write / --no-write write docs/benchmarks.md (default: only for a full, non-quick run)
 
   --soak               instead of the scenarios: two instances of the service behind a round-robin
@@ -59,6 +61,7 @@ function options() {
       'log-level': { type: 'string', default: 'info' },
       'cpu-prof': { type: 'boolean', default: false },
       'cpu-prof-dir': { type: 'string' },
+      'count-round-trips': { type: 'boolean', default: false },
       write: { type: 'boolean' },
       soak: { type: 'boolean', default: false },
       'soak-minutes': { type: 'string' },
@@ -123,6 +126,7 @@ function options() {
     warmupSeconds: number(values.warmup, quick ? 1 : 3, 'warmup'),
     logLevel: values['log-level'] ?? 'info',
     cpuProfileDir: values['cpu-prof'] || values['cpu-prof-dir'] ? join(ROOT, values['cpu-prof-dir'] ?? 'bench/profiles') : undefined,
+    countCalls: values['count-round-trips'] ?? false,
     write: values.write ?? (!quick && !picked && !values.soak),
     soak: values.soak
       ? {
@@ -201,6 +205,7 @@ async function main(): Promise<void> {
     logLevel: o.logLevel,
     logDir,
     cpuProfileDir: o.cpuProfileDir,
+    countCalls: o.countCalls,
     databaseUrl: o.databaseUrl,
     redisUrl: o.redisUrl,
     selected,
@@ -275,7 +280,8 @@ async function main(): Promise<void> {
   const verdictSections = o.profiles
     .map((profile) => `### Targets on ${profile}${profile === 'sqlite' ? ' (stated for PostgreSQL + Redis; shown for comparison)' : ''}\n\n${targetsTable(targets(rows, profile))}`)
     .join('\n\n');
-  const section = `${header}\n\n${resultsTable(rows)}\n\n${verdictSections}`;
+  const calls = o.countCalls ? `\n\n### Storage calls per request\n\n${callsTable(rows)}` : '';
+  const section = `${header}\n\n${resultsTable(rows)}${calls}\n\n${verdictSections}`;
   print(`\n${section}\n`);
   if (o.write) {
     writeDoc(section);

@@ -6,6 +6,9 @@ import {
   ourCodeMinter,
   ourExchange,
   ourExchangePath,
+  ourExchangeTokens,
+  ourRefresh,
+  ourSignIn,
   ourWholeFlow,
   rawCodeMinter,
   rawExchangeBody,
@@ -24,7 +27,7 @@ export type Profile = 'sqlite' | 'postgres+redis';
 
 /** Every scenario by the name `--scenarios` takes. */
 export const CEILINGS = ['ceiling-koa', 'ceiling-io', 'ceiling-io-page', 'ceiling-oidc-exchange', 'ceiling-oidc-flow'] as const;
-export const OURS = ['api-ho', 'api-ho-repeat', 'api-ha', 'exchange', 'flood-api-ho', 'flood-exchange', 'flow', 'flow-no-kdf', 'growth-groups', 'growth-tokens'] as const;
+export const OURS = ['api-ho', 'api-ho-repeat', 'api-ha', 'exchange', 'refresh', 'flood-api-ho', 'flood-exchange', 'sign-in', 'flow', 'flow-no-kdf', 'growth-groups', 'growth-tokens'] as const;
 export type ScenarioName = (typeof CEILINGS)[number] | (typeof OURS)[number];
 
 /** The ceiling each of ours is compared with. */
@@ -55,6 +58,8 @@ export interface Settings {
   logLevel: string;
   logDir: string;
   cpuProfileDir?: string;
+  /** `--count-round-trips`: the service counts its Redis commands and SQL statements (bench/server.ts). */
+  countCalls: boolean;
   databaseUrl?: string;
   /** Already pointing at the bench's own Redis database number. */
   redisUrl?: string;
@@ -66,7 +71,7 @@ export interface Row {
   profile: 'ceiling' | Profile;
   scenario: ScenarioName;
   label: string;
-  unit: 'req/s' | 'exchanges/s' | 'flows/s';
+  unit: 'req/s' | 'exchanges/s' | 'refreshes/s' | 'sign-ins/s' | 'flows/s';
   m: Measurement;
   rssMB: number;
   heapMB: number;
@@ -102,9 +107,10 @@ async function measureExchanges(
   target: RunningTarget,
   request: { url: string; headers?: Record<string, string>; next: (code: string) => { path: string; body?: string } },
 ): Promise<{ m: Measurement; codes: number }> {
-  const run = async (codes: string[], cpu?: RunningTarget['cpu']) =>
+  const run = async (codes: string[], probes?: Pick<RunningTarget, 'cpu' | 'calls'>) =>
     measureHttp({
-      cpu,
+      cpu: probes?.cpu,
+      calls: settings.countCalls ? probes?.calls : undefined,
       url: request.url,
       method: 'POST',
       headers: request.headers,
@@ -117,7 +123,7 @@ async function measureExchanges(
   const warm = await run(await minter.mint(settings.warmupCodes));
   const needed = Math.min(60_000, Math.max(500, Math.ceil(warm.rate * settings.seconds)));
   const codes = await minter.mint(needed);
-  return { m: await run(codes, target.cpu), codes: needed };
+  return { m: await run(codes, target), codes: needed };
 }
 
 // ---- ceilings ---------------------------------------------------------------------------
@@ -247,12 +253,27 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
     databaseUrl: database.url,
     redisUrl: profile === 'postgres+redis' ? settings.redisUrl : undefined,
     logLevel: settings.logLevel,
+    countCalls: settings.countCalls,
   };
   const target = await startTarget(spec, { logFile: `${settings.logDir}/${profile}.log`, cpuProfileDir: settings.cpuProfileDir });
   const client: OAuthClient = { base: target.url, ...seeded.client };
-  const base = { connections: settings.connections, warmupSeconds: settings.warmupSeconds, seconds: settings.seconds, cpu: target.cpu };
+  const base = {
+    connections: settings.connections,
+    warmupSeconds: settings.warmupSeconds,
+    seconds: settings.seconds,
+    cpu: target.cpu,
+    calls: settings.countCalls ? target.calls : undefined,
+  };
   const row = (r: Omit<Row, 'rssMB' | 'heapMB' | 'profile'>) => record(rows, target, { profile, ...r }, say);
   const redis = spec.redisUrl ? new Redis(spec.redisUrl) : undefined;
+  // How many requests one flow (or sign-in) makes, counted by the server on one run of it alone:
+  // the divisor of `--count-round-trips` for multi-request work.
+  const requestsOf = async (task: () => Promise<void>): Promise<number | undefined> => {
+    if (!settings.countCalls) return undefined;
+    const before = (await target.calls())['http requests'] ?? 0;
+    await task();
+    return ((await target.calls())['http requests'] ?? 0) - before;
+  };
 
   try {
     // The API user signs in once (a real Argon2id verification) and consents: the first code gives
@@ -305,6 +326,26 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
       await exchange('growth-tokens', `code exchange, ${shortCount(settings.growth.tokens)} live tokens`, `${(before + settings.growth.tokens).toLocaleString('en-US')} live access tokens in Redis at start`);
     }
 
+    // Refresh-token grants with rotation: a pool of refresh tokens as large as the loops (and a
+    // few more), each loop taking one, refreshing it and putting back the one it got.
+    if (settings.selected('refresh')) {
+      const codes = await minter.mint(settings.connections + 16);
+      const pool: string[] = [];
+      for (const code of codes) pool.push((await ourExchangeTokens(client, code)).refresh);
+      const refreshOnce = async () => {
+        const token = pool.shift();
+        if (!token) throw new Error('out of refresh tokens');
+        pool.push(await ourRefresh(client, token));
+      };
+      await row({
+        scenario: 'refresh',
+        label: 'refresh-token grant, rotated (query-string parameters)',
+        unit: 'refreshes/s',
+        m: await measureLoops(refreshOnce, base),
+        note: `${settings.connections} loops, each refreshing the token it got last; the same grant and client as \`exchange\``,
+      });
+    }
+
     // Beside a flood of wrong-password sign-ins (as many connections as the measured load): how
     // much of the API's and the exchange's rate the bounded KDF queue keeps.
     if (settings.selected('flood-api-ho') || settings.selected('flood-exchange')) {
@@ -335,11 +376,27 @@ export async function runProfile(profile: Profile, settings: Settings, rows: Row
       return ourWholeFlow(client, { login, password: seeded.apiUser.password }).then(() => undefined);
     };
     await ceilings.measure('ceiling-oidc-flow', profile);
+    if (settings.selected('sign-in')) {
+      // Users may sign in again and again: the flow users, round and round.
+      let next = 0;
+      const signIn = () => {
+        const login = seeded.flowUsers.real[next % seeded.flowUsers.real.length]!;
+        next += 1;
+        return ourSignIn(client, { login, password: seeded.apiUser.password });
+      };
+      await row({
+        scenario: 'sign-in',
+        label: 'password sign-in through the form (Argon2id)',
+        unit: 'sign-ins/s',
+        m: await measureLoops(signIn, { ...base, requestsEach: await requestsOf(signIn) }),
+        note: 'fresh browser: authorize → sign-in page → POST /login → redirect to consent (not followed), 3 requests',
+      });
+    }
     if (settings.selected('flow')) {
-      await row({ scenario: 'flow', label: 'whole flow (Argon2id sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), base), note: 'authorize → sign-in → consent → exchange, 9 requests, fresh user and browser each' });
+      await row({ scenario: 'flow', label: 'whole flow (Argon2id sign-in)', unit: 'flows/s', m: await measureLoops(flow('real'), { ...base, requestsEach: await requestsOf(flow('real')) }), note: 'authorize → sign-in → consent → exchange, 8 requests, fresh user and browser each' });
     }
     if (settings.selected('flow-no-kdf')) {
-      await row({ scenario: 'flow-no-kdf', label: 'whole flow, KDF made negligible (not a target)', unit: 'flows/s', m: await measureLoops(flow('noKdf'), base), note: 'users whose stored hash is Argon2id with m = 8 KiB, t = 1: the flow cost without the KDF' });
+      await row({ scenario: 'flow-no-kdf', label: 'whole flow, KDF made negligible (not a target)', unit: 'flows/s', m: await measureLoops(flow('noKdf'), { ...base, requestsEach: await requestsOf(flow('noKdf')) }), note: 'users whose stored hash is Argon2id with m = 8 KiB, t = 1: the flow cost without the KDF' });
     }
 
     if (settings.selected('growth-groups')) {

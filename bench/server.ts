@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Pipeline, Redis } from 'ioredis';
+import pg from 'pg';
 import { createIdp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
@@ -14,16 +16,55 @@ export type ServerSpec =
   | { kind: 'koa' }
   | { kind: 'io' | 'io-page'; databaseUrl: string; redisUrl: string; redisKey: string; userId: number }
   | { kind: 'oidc' }
-  | { kind: 'idp'; databaseUrl: string; redisUrl?: string; logLevel: string };
+  | { kind: 'idp'; databaseUrl: string; redisUrl?: string; logLevel: string; countCalls?: boolean };
 
-export type ToServer = { type: 'memory' } | { type: 'cpu' } | { type: 'stop' };
+export type ToServer = { type: 'memory' } | { type: 'cpu' } | { type: 'calls' } | { type: 'stop' };
 export type FromServer =
   | { type: 'ready'; url: string }
   | { type: 'memory'; rss: number; heapUsed: number }
-  | { type: 'cpu'; micros: number };
+  | { type: 'cpu'; micros: number }
+  | { type: 'calls'; calls: Record<string, number> };
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as ServerSpec;
 const send = (message: FromServer) => process.send?.(message);
+
+/**
+ * `--count-round-trips`: every Redis command and SQL statement this process sends, counted where
+ * it leaves (ioredis's `sendCommand`, pg's `Client#query`), so that neighbours on the shared
+ * Redis and PostgreSQL servers do not show up in the counts. Keys: `redis <COMMAND>`, `redis round
+ * trips` (a pipeline or MULTI is one), `sql statements`, `sql <statement text>`, and `http
+ * requests` (each request received: the divisor, so that requests a load generator gave up on at
+ * the end of a run, which the server still serves, count on both sides).
+ */
+const calls = new Map<string, number>();
+const bump = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
+function countCalls(): void {
+  const sendCommand = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+    const [command, stream] = args;
+    bump(`redis ${command.name.toUpperCase()}`);
+    // A pipeline's commands come with the pipeline's stream and are written in one go.
+    if (!stream) bump('redis round trips');
+    return sendCommand.apply(this, args);
+  };
+  const exec = Pipeline.prototype.exec;
+  Pipeline.prototype.exec = function (this: Pipeline, ...args: Parameters<Pipeline['exec']>) {
+    bump('redis round trips');
+    return exec.apply(this, args);
+  };
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  (pg.Client.prototype as { query: unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+    const first = args[0] as string | { text?: string } | undefined;
+    const text = typeof first === 'string' ? first : first?.text;
+    if (text !== undefined) {
+      bump('sql statements');
+      bump(`sql ${text.replace(/\s+/g, ' ').trim()}`);
+    }
+    return query.apply(this, args);
+  };
+}
+const counting = spec.kind === 'idp' && !!spec.countCalls;
+if (counting) countCalls();
 
 const server = createServer();
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -65,6 +106,7 @@ const target = await start();
 let inFlight = 0;
 server.on('request', (req, res) => {
   inFlight += 1;
+  if (counting) bump('http requests');
   void Promise.resolve(target.callback(req, res)).finally(() => {
     inFlight -= 1;
   });
@@ -84,6 +126,8 @@ process.on('message', (message: ToServer) => {
   } else if (message.type === 'cpu') {
     const { user, system } = process.cpuUsage();
     send({ type: 'cpu', micros: user + system });
+  } else if (message.type === 'calls') {
+    send({ type: 'calls', calls: Object.fromEntries(calls) });
   } else if (message.type === 'stop') {
     server.close();
     server.closeIdleConnections();

@@ -11,6 +11,8 @@ export interface RunningTarget {
   memory(): Promise<{ rss: number; heapUsed: number }>;
   /** CPU time the process has used so far (user + system), in µs. */
   cpu(): Promise<number>;
+  /** Redis commands and SQL statements sent so far, by kind (a server started with `countCalls`; empty otherwise). */
+  calls(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startTarget(spec: ServerSpec, options: { logFile: string; 
     pid: child.pid!,
     memory: () => ask(child, { type: 'memory' }).then((m) => m as { rss: number; heapUsed: number }),
     cpu: () => ask(child, { type: 'cpu' }).then((m) => (m as { micros: number }).micros),
+    calls: () => ask(child, { type: 'calls' }).then((m) => (m as { calls: Record<string, number> }).calls),
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
