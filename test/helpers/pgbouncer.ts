@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort, waitFor } from './app.js';
+import { stopChild } from './processes.js';
 
 /** Debian's pgbouncer (`apt-get install pgbouncer`). */
 const PGBOUNCER = '/usr/sbin/pgbouncer';
@@ -99,12 +100,7 @@ export async function startPgBouncer(server: string, poolMode: 'session' | 'tran
     /** What pgbouncer logged so far, for failure messages. */
     log: () => output,
     async stop() {
-      if (child.exitCode === null) {
-        const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 5000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
+      await stopChild(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };

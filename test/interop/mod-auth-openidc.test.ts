@@ -9,6 +9,7 @@ import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, freePort, useIdp, waitFor } from '../helpers/app.js';
 import { appAccess, makeClient, makeUser, type TestUser } from '../helpers/factories.js';
 import { CHROMIUM, launchChromium } from '../e2e/support.js';
+import { stopChild } from '../helpers/processes.js';
 
 /**
  * A real Apache httpd (Debian's apache2) with mod_auth_openidc, run as a process of the test
@@ -114,12 +115,7 @@ async function startApache(port: number, client: Client) {
     /** The error log so far (mod_auth_openidc logs there), for failure messages. */
     errorLog,
     async stop() {
-      if (child.exitCode === null) {
-        const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 5000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
+      await stopChild(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { hashTagged } from '../../adapters/redis.js';
-import { connectRedis, isStorageOutage, outageStore } from '../../src/storage.js';
+import { connectRedis } from '../../src/storage.js';
 import { describeStorage, clusterSpecific, redisSpecific, redisStorage } from '../adapters/contract.js';
 import { startIdp, useHooks } from '../helpers/app.js';
 import { CLUSTER_PORTS, describeTopology, keySlot, scanKeys, startCluster } from '../helpers/redis-topologies.js';
-import { signInLimited, tokenLife } from './flows.js';
+import { expectFailsAsRedisOutage, signInLimited, tokenLife } from './flows.js';
 
 describeTopology('Redis Cluster (3 masters)', () => {
   const cluster = useHooks(() => startCluster(), (c) => c.stop());
@@ -19,16 +19,7 @@ describeTopology('Redis Cluster (3 masters)', () => {
   it('fails a command to a cluster none of whose nodes answers, as a Redis outage, instead of queueing it for ever', async function () {
     this.timeout(10_000);
     // Ports of this suite's range that nothing listens on.
-    const away = connectRedis({ kind: 'cluster', nodes: [7104, 7105, 7106].map((port) => ({ host: '127.0.0.1', port })), password: undefined }, 500);
-    away.on('error', () => {});
-    try {
-      const err = await away.set('k', 'v').then(() => undefined, (e: unknown) => e);
-      expect(err, 'the command succeeded').to.be.instanceOf(Error);
-      expect(isStorageOutage(err), String(err)).to.equal(true);
-      expect(outageStore(err)).to.equal('redis');
-    } finally {
-      away.disconnect();
-    }
+    await expectFailsAsRedisOutage(connectRedis({ kind: 'cluster', nodes: [7104, 7105, 7106].map((port) => ({ host: '127.0.0.1', port })), password: undefined }, 500));
   });
 
   describe('the service on a Cluster', () => {

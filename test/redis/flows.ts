@@ -5,6 +5,7 @@ import { Browser, signIn } from '../helpers/browser.js';
 import { makeClient, makeUser, type Client } from '../helpers/factories.js';
 import { csrfFrom } from '../helpers/html.js';
 import { oauthTokens, refresh } from '../helpers/oauth.js';
+import { isStorageOutage, outageStore, type RedisClient } from '../../src/storage.js';
 
 /** What the topology suites ask of a service on Redis: the whole token life, and a rate limit. */
 
@@ -42,4 +43,20 @@ export async function signInLimited(idp: RunningIdp, allowed: number): Promise<v
   };
   for (let i = 0; i < allowed; i += 1) expect((await attempt()).status).to.equal(401);
   expect((await attempt()).status).to.equal(429);
+}
+
+/**
+ * A command to a topology that cannot serve it (no node answers, no master named) fails within
+ * the client's timeout as a Redis outage (a 503 in the service), instead of waiting in a queue.
+ */
+export async function expectFailsAsRedisOutage(away: RedisClient): Promise<void> {
+  away.on('error', () => {});
+  try {
+    const err = await away.set('k', 'v').then(() => undefined, (e: unknown) => e);
+    expect(err, 'the command succeeded').to.be.instanceOf(Error);
+    expect(isStorageOutage(err), String(err)).to.equal(true);
+    expect(outageStore(err)).to.equal('redis');
+  } finally {
+    away.disconnect();
+  }
 }

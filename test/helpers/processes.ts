@@ -1,0 +1,10 @@
+import type { ChildProcess } from 'node:child_process';
+
+/** Stops a server a test started: SIGTERM, and SIGKILL if it is still there after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, graceMs))]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
