@@ -206,13 +206,16 @@ const isMigrationLocked = (err: unknown) => (err as Error)?.name === 'MigrationL
 /**
  * knex creates its own tables (knex_migrations and its lock) before it takes the lock, so
  * instances starting together on a brand-new PostgreSQL database race to create them: the
- * loser gets "relation already exists" (42P07), or a unique violation on the catalog of type
- * names when both create the same table at the same instant. The tables are there by then; the
- * next attempt finds them and waits for the lock like the others.
+ * loser gets "relation already exists" (42P07) or "type already exists" (42710), or, when both
+ * create the same table at the same instant, a unique violation in one of PostgreSQL's own
+ * catalogs (pg_class, pg_type: their indexes are named pg_…). The tables are there by then; the next attempt finds them and waits
+ * for the lock like the others.
  */
 function isMigrationTablesRace(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string; message?: string };
-  return e?.code === '42P07' || (e?.code === '23505' && (e.constraint === 'pg_type_typname_nsp_index' || /pg_type_typname_nsp_index/.test(e.message ?? '')));
+  if (e?.code === '42P07' || e?.code === '42710') return true;
+  const constraint = e?.constraint ?? /unique constraint "([^"]+)"/.exec(e?.message ?? '')?.[1];
+  return e?.code === '23505' && constraint?.startsWith('pg_') === true;
 }
 
 /**
