@@ -3,7 +3,7 @@ import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 /**
  * What the SQL and Redis adapters share. Both key every entry by `digest(id)` and never store
  * `jti` (it equals the id), so a copy of the storage holds no token anyone could present; the one
- * exception is a device code (see KEEPS_ITS_ID).
+ * exception is a device code (see DEVICE_CODE).
  */
 
 /**
@@ -12,7 +12,10 @@ import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
  * the device never polls. So a device code keeps its id in its entry, for its short life
  * (DEVICE_CODE_TTL_S, ten minutes by default) and until redeemed once.
  */
-const KEEPS_ITS_ID = new Set(['DeviceCode']);
+const DEVICE_CODE = 'DeviceCode';
+
+/** How long a device code's entry outlives its expiry, so the library can still say `expired_token`. */
+const DEVICE_CODE_KEPT_AFTER_EXPIRY_S = 600;
 
 /**
  * oidc-provider's adapter, and one more method: removing a session by its uid, which is all that
@@ -44,19 +47,19 @@ export function nowSeconds(): number {
 }
 
 /**
- * How long an entry is kept: its lifetime, except a DeviceCode's, kept ten minutes longer. The
+ * How long an entry is kept: its lifetime, except a DeviceCode's, kept DEVICE_CODE_KEPT_AFTER_EXPIRY_S longer. The
  * library checks a device code's expiry itself: a device polling with an expired code is told
  * `expired_token`, and a person entering its user code that it expired, only while the entry is
  * still there to find.
  */
 export function keptFor(model: string, expiresIn: number | undefined): number | undefined {
   if (typeof expiresIn !== 'number') return undefined;
-  return model === 'DeviceCode' ? expiresIn + 600 : expiresIn;
+  return model === DEVICE_CODE ? expiresIn + DEVICE_CODE_KEPT_AFTER_EXPIRY_S : expiresIn;
 }
 
 export function toStored(payload: AdapterPayload, model?: string): string {
   const { jti, ...rest } = payload;
-  if (model && KEEPS_ITS_ID.has(model) && jti) (rest as AdapterPayload).jti = jti;
+  if (model === DEVICE_CODE && jti) (rest as AdapterPayload).jti = jti;
   // An Interaction copies its session's id (the session cookie's value) as session.cookie;
   // nothing in oidc-provider or here reads it back, so it is not kept either.
   const session = rest.session as Record<string, unknown> | undefined;

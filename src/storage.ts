@@ -14,13 +14,15 @@ const OUTAGE_CODES = new Set([
 ]);
 
 /**
- * The drivers' words for a connection lost or given up on: pg (closed, a connect or query
- * timeout, a client whose socket was dropped) and ioredis (closed, a command or socket timeout, a
- * Cluster or Sentinels that answer nothing, a cluster that is down or a master just demoted by a
- * failover).
+ * ioredis's words for a Redis that is away: a connection lost, a command or socket timed out, a
+ * Cluster none of whose nodes answers (or that answers CLUSTERDOWN), Sentinels none of which
+ * answers or names a master, a master just demoted by a failover.
  */
-const OUTAGE_MESSAGES =
-  /Connection is closed|Connection terminated|Stream isn't writeable|Query read timeout|timeout expired|is not queryable|Command timed out|Socket timeout|None of startup nodes is available|Failed to refresh slots cache|Cluster is disconnected|All sentinels are unreachable|^CLUSTERDOWN|^READONLY|^LOADING/;
+const REDIS_OUTAGE_MESSAGES =
+  /Connection is closed|Stream isn't writeable|Command timed out|Socket timeout|None of startup nodes is available|Failed to refresh slots cache|Cluster is disconnected|All sentinels are unreachable|^CLUSTERDOWN|^READONLY|^LOADING/;
+
+/** pg's words for a connection lost or given up on: closed, a connect or query timeout, a client whose socket was dropped. */
+const DATABASE_OUTAGE_MESSAGES = /Connection terminated|Query read timeout|timeout expired|is not queryable/;
 
 /** Seconds a client is told to wait before retrying while storage is away. */
 export const OUTAGE_RETRY_AFTER_S = 5;
@@ -30,7 +32,7 @@ export function isStorageOutage(err: unknown): boolean {
   if (!e) return false;
   if (e.code && OUTAGE_CODES.has(e.code)) return true;
   if (e.name === 'KnexTimeoutError' || e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError') return true;
-  if (typeof e.message === 'string' && OUTAGE_MESSAGES.test(e.message)) return true;
+  if (typeof e.message === 'string' && (DATABASE_OUTAGE_MESSAGES.test(e.message) || REDIS_OUTAGE_MESSAGES.test(e.message))) return true;
   return Array.isArray(e.errors) && e.errors.some(isStorageOutage);
 }
 
@@ -50,14 +52,6 @@ export function isValueError(err: unknown): boolean {
 }
 
 export const VALUE_ERROR_MESSAGE = 'a value in the request is out of range, too long or not allowed';
-
-/**
- * ioredis's words for a Redis that is away: a connection lost or timed out, a Cluster none of
- * whose nodes answers (or that answers CLUSTERDOWN), Sentinels none of which answers or names a
- * master.
- */
-const REDIS_OUTAGE_MESSAGES =
-  /Connection is closed|Stream isn't writeable|Command timed out|None of startup nodes is available|Failed to refresh slots cache|Cluster is disconnected|All sentinels are unreachable|^CLUSTERDOWN|^READONLY|^LOADING/;
 
 /**
  * Which store an outage came from, for the storage-error metric: ioredis's own failures (a

@@ -19,9 +19,18 @@ export function parseQuery<T extends z.ZodType>(ctx: Context, schema: T): z.outp
   throw new ValidationError(String(issue.path[0]), issue.message);
 }
 
+/** The schema of each optional query parameter, built once: zod compiles a schema on its first parse. */
+const optionalQuerySchemas = new Map<string, z.ZodType<Record<string, string | undefined>>>();
+
 /** An optional query string given at most once, of bounded length. */
 export function optionalQuery(ctx: Context, name: string, maxLength: number): string | undefined {
-  return parseQuery(ctx, z.object({ [name]: rules.queryText(name, maxLength) }))[name];
+  const key = `${name}\u0000${maxLength}`;
+  let schema = optionalQuerySchemas.get(key);
+  if (!schema) {
+    schema = z.object({ [name]: rules.queryText(name, maxLength) }) as unknown as z.ZodType<Record<string, string | undefined>>;
+    optionalQuerySchemas.set(key, schema);
+  }
+  return parseQuery(ctx, schema)[name];
 }
 
 /** The parsed JSON body as an object (no body at all is `{}`); an array or a scalar is a 400. */

@@ -98,10 +98,6 @@ export async function groupsOfTokens(db: Knex, tokenIds: readonly number[]): Pro
 }
 
 /** Deletes one token by id (whoever's it is); true when this call deleted it. */
-export async function deleteAccessTokenById(db: Knex, id: number): Promise<boolean> {
-  return (await db('personal_access_tokens').where({ id }).delete()) === 1;
-}
-
 export function deleteAccessToken(db: Knex, userId: number, id: number): Promise<number> {
   return db('personal_access_tokens').where({ user_id: userId, id }).delete();
 }

@@ -184,7 +184,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
       // session and authentication session mismatch") and end the device's request with that
       // error. It is unbound first, as the library does itself when a flow signs in another account.
       delete interaction.session;
-      await interaction.save(interaction.exp - Math.floor(Date.now() / 1000));
+      await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
     }
     await deps.sessions.signOut(ctx);
     ctx.redirect(flowStart(interaction));

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
 import { now } from '../time.js';
+import { DAY_MS } from '../policies/token-lifetime.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { listUserAudit } from '../db/audit.js';
 import { MAX_ID } from '../ids.js';
@@ -57,7 +58,7 @@ export async function createAccessToken(
   const token = generateToken('ha_');
   const at = now();
   // From the same instant as the creation: the lifetime a group's cap is compared with is exact.
-  const expiresAt = data.expiresInDays ? new Date(Date.parse(at) + data.expiresInDays * 86_400_000).toISOString() : null;
+  const expiresAt = data.expiresInDays ? new Date(Date.parse(at) + data.expiresInDays * DAY_MS).toISOString() : null;
   // With a form's one-time key, a repeated submission creates nothing (RepeatedSubmission).
   const row = await db.transaction(async (trx) => {
     await claimSubmission(trx, submission);

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { z } from 'zod';
-import { deleteAccessTokenById, findAccessTokenByDigest } from '../db/access-tokens.js';
+import { deleteAccessToken, findAccessTokenByDigest } from '../db/access-tokens.js';
 import { deleteSecret, findAppByClientId, findSecretByDigest } from '../db/apps.js';
 import { recordAudit } from '../db/audit.js';
 import { usernameOf } from '../db/users.js';
@@ -62,7 +62,7 @@ async function revokePersonalToken(db: Knex, value: string, ip: string | null): 
   const row = await findAccessTokenByDigest(db, digest(value));
   if (!row) return;
   await db.transaction(async (trx) => {
-    if (!(await deleteAccessTokenById(trx, row.id))) return;
+    if ((await deleteAccessToken(trx, Number(row.user_id), row.id)) !== 1) return;
     const at = now();
     await recordAudit(trx, { groupId: null, userId: Number(row.user_id), actorId: null, action: REPORTED_TOKEN_ACTION, target: row.name, details: { reportedAt: at }, ip }, at);
   });

@@ -63,7 +63,7 @@ function newTokenInput(form: TokenForm): NewAccessToken {
     name: form.name,
     scopes: form.scopes as NewAccessToken['scopes'],
     expiresInDays: form.expiration === 'never' ? null : /^[0-9]{1,3}$/.test(form.expiration) ? Number(form.expiration) : NaN,
-    groups: form.groupAccess === 'selected' ? form.groups.map((id) => (/^[0-9]{1,10}$/.test(id) ? Number(id) : NaN)) : 'all',
+    groups: form.groupAccess === 'selected' ? form.groups.map((id) => parseId(id) ?? NaN) : 'all',
   };
 }
 
