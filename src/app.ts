@@ -48,6 +48,7 @@ import { unanswered, webErrors } from './web/errors.js';
 import { oneTimeFlash } from './web/flash.js';
 import { renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
+import { ChangeVersions, registerChangeVersions } from './services/change-versions.js';
 import { Limits } from './services/limits.js';
 import { dpopReplay } from './services/dpop-replay.js';
 import { createMailer } from './services/mail.js';
@@ -112,6 +113,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const db = await openDatabase(config.databaseUrl, { warn: (message) => logger.warn({ knex: String(message) }, 'database warning') }, { timeoutMs: config.databaseTimeoutMs, pooling: config.databasePooling });
   const redis = config.redis ? connectRedis(config.redis, config.redisTimeoutMs) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  // Before anything that caches what they guard (the provider's client lookups, the API's checks).
+  if (redis) registerChangeVersions(db, new ChangeVersions(redis, options.redisKeyPrefix));
   const cipher = config.keysSecret ? keyCipher(config.keysSecret) : undefined;
   const keys = await loadOrCreateKeys(db, config.keysSecret, cipher);
   const secure = config.issuer.startsWith('https://');

@@ -18,6 +18,7 @@ import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
+import { withRedis } from './redis.js';
 import { readFirstLine } from './stdin.js';
 
 /** What a command works with: an open, migrated database and its parsed flags. */
@@ -102,9 +103,9 @@ async function userDisable({ db, flags, config }: CommandContext): Promise<Comma
   };
 }
 
-async function userEnable({ db, flags }: CommandContext): Promise<CommandResult> {
+async function userEnable({ config, db, flags }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.argument(), 'username');
-  const changed = await enableUser(db, ADMIN, user);
+  const changed = await withRedis(config, db, () => enableUser(db, ADMIN, user));
   return {
     json: { username: user.username, disabled: false, changed },
     text: changed ? `enabled ${user.username}: they can sign in again` : `${user.username} was not disabled`,
@@ -196,7 +197,7 @@ function switchesText(app: { device_flow: boolean | number; require_pushed_autho
   ].join('\n');
 }
 
-async function appUpdate({ db, flags }: CommandContext): Promise<CommandResult> {
+async function appUpdate({ config, db, flags }: CommandContext): Promise<CommandResult> {
   const access = await accessApplication(db, ADMIN, flags.argument());
   const changes = {
     deviceFlow: switchFlag(flags, 'device-flow'),
@@ -205,7 +206,7 @@ async function appUpdate({ db, flags }: CommandContext): Promise<CommandResult> 
   if (Object.values(changes).every((value) => value === undefined)) {
     throw new UsageError('nothing to change: give --device-flow, --no-device-flow, --require-par or --no-require-par');
   }
-  const app = await updateApplication(db, access, changes);
+  const app = await withRedis(config, db, () => updateApplication(db, access, changes));
   return {
     json: presentApp(app),
     text: [`updated application "${app.name}" (${app.client_id})`, switchesText(app)].join('\n'),

@@ -5,32 +5,28 @@ import { createSqlAdapter } from '../../adapters/sql.js';
 import type { Config } from '../config.js';
 import { createProvider } from '../provider/index.js';
 import { loadOrCreateKeys } from '../provider/keys.js';
-import { connectRedis } from '../storage.js';
 import { Limits } from '../services/limits.js';
 import { sessionIndex } from '../services/sessions.js';
+import { withRedis } from './redis.js';
 
 /**
  * Runs `work` with an oidc-provider on the service's own storage (SQL, or Redis when one is
  * configured, under the service's default key prefix), for the commands that revoke what the service
- * issued: sessions, grants and their tokens. Nothing listens; the Redis connection is closed after.
+ * issued: sessions, grants and their tokens. Nothing listens.
  */
-export async function withProvider<T>(config: Config, db: Knex, work: (provider: Provider) => Promise<T>): Promise<T> {
-  const redis = config.redis ? connectRedis(config.redis, config.redisTimeoutMs) : undefined;
-  // Connection errors reach the command as the failed call's own error, once.
-  redis?.on('error', () => {});
-  try {
-    const provider = createProvider({
-      config,
-      db,
-      keys: await loadOrCreateKeys(db, config.keysSecret),
-      limits: new Limits(config, db, redis),
-      sessionIndex: sessionIndex(db, () => {}),
-      modelAdapter: redis ? createRedisAdapter(redis) : createSqlAdapter(db),
-      renderPage: () => {},
-      onError: () => {},
-    });
-    return await work(provider);
-  } finally {
-    redis?.disconnect();
-  }
+export function withProvider<T>(config: Config, db: Knex, work: (provider: Provider) => Promise<T>): Promise<T> {
+  return withRedis(config, db, async (redis) =>
+    work(
+      createProvider({
+        config,
+        db,
+        keys: await loadOrCreateKeys(db, config.keysSecret),
+        limits: new Limits(config, db, redis),
+        sessionIndex: sessionIndex(db, () => {}),
+        modelAdapter: redis ? createRedisAdapter(redis) : createSqlAdapter(db),
+        renderPage: () => {},
+        onError: () => {},
+      }),
+    ),
+  );
 }

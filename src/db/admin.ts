@@ -52,7 +52,6 @@ export async function markUserEnabled(db: Knex, id: number): Promise<boolean> {
   return (await db('users').where({ id }).whereNotNull('disabled_at').update({ disabled_at: null })) === 1;
 }
 
-/** Whether the account exists and is not disabled. */
 /** The site's own audit trail (events of no group and no user's account), newest first, with the total. */
 export async function listSiteAudit(db: Knex, page: { limit: number; offset: number }): Promise<{ total: number; items: AuditRow[] }> {
   const [counted, items] = await Promise.all([

@@ -45,8 +45,6 @@ export function findAppByClientId(db: Knex, clientId: string): Promise<AppRow | 
   return db('oauth_apps').where({ client_id: clientId }).first();
 }
 
-/** The client and its secrets' digests in one round trip: this runs on every token request. */
-/** Whether an application is still registered: one indexed lookup, no columns read. */
 /**
  * Whether an OAuth token may still act: its application exists and its user exists and is not
  * disabled. One round trip, as it runs on every API call made with an OAuth token.
@@ -56,6 +54,7 @@ export async function oauthPartiesActive(db: Knex, clientId: string, userId: num
   return (await db('oauth_apps').where({ client_id: clientId }).whereExists(activeUser).first(db.raw('1 as found'))) !== undefined;
 }
 
+/** The client and its secrets' digests in one round trip: what the token endpoint authenticates against. */
 export async function findClientWithSecrets(
   db: Knex,
   clientId: string,
@@ -140,6 +139,11 @@ export async function pageAppsOfGroup(
 /** Locks an application's row until the transaction ends, so counts made after it stay true. */
 export async function lockApp(trx: Knex.Transaction, id: number): Promise<void> {
   await trx('oauth_apps').where({ id }).forUpdate().first('id');
+}
+
+/** The client_ids of a group's applications. */
+export async function clientIdsOfGroup(db: Knex, groupId: number): Promise<string[]> {
+  return (await db('oauth_apps').where({ group_id: groupId }).select('client_id')).map((r: { client_id: string }) => r.client_id);
 }
 
 export async function countAppsOfGroup(db: Knex, groupId: number): Promise<number> {

@@ -2,15 +2,18 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, signOutUrlsOf, touchSecret } from '../db/apps.js';
+import { changeVersionsOf } from '../services/change-versions.js';
 import { now } from '../time.js';
 import { isClientId } from '../ids.js';
 import { lastUseRecorder } from '../last-use.js';
 import { digest, digestEquals, isWellFormedToken } from '../tokens.js';
 
 /**
- * Clients are the OAuth applications table, read on every lookup (no process cache), so an
- * edited or deleted application takes effect at once on every instance. The metadata carries
- * the digests of the active secrets; the plain secrets exist nowhere.
+ * Clients are the OAuth applications table. With Redis, each instance keeps the rows it read and
+ * uses them only while the application's version in Redis is unchanged (see
+ * `services/change-versions.ts`): an edited or deleted application, or a revoked secret, takes
+ * effect at once on every instance. Without Redis every lookup reads the table. The metadata
+ * carries the digests of the active secrets; the plain secrets exist nowhere.
  */
 const PLACEHOLDER_SECRET = randomBytes(32).toString('base64url');
 
@@ -22,11 +25,13 @@ export function createClientAdapter(db: Knex): Adapter {
   const unsupported = async (): Promise<never> => {
     throw new Error('clients are managed in the oauth_apps table, not through the adapter');
   };
+  const versions = changeVersionsOf(db);
+  const cached = versions?.cache((clientId) => findClientWithSecrets(db, clientId));
   return {
     async find(clientId: string): Promise<AdapterPayload | undefined> {
       // Longer than the column: no such client, and no query.
       if (!isClientId(clientId)) return undefined;
-      const found = await findClientWithSecrets(db, clientId);
+      const found = cached ? await cached.get(clientId, [`app:${clientId}`]) : await findClientWithSecrets(db, clientId);
       if (!found) return undefined;
       const { app, secrets } = found;
       // A public client (native or single-page application) has no secret and does not

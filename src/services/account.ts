@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../db/knex.js';
 import { replacePasswordHash, type UserRow } from '../db/users.js';
 import { AppError, ConflictError, ValidationError } from '../errors.js';
 import { now } from '../time.js';
+import { changing } from './change-versions.js';
 import { revokeGrant } from './grants.js';
 import * as rules from './rules.js';
 import { signOutEverywhere } from './sessions.js';
@@ -126,10 +127,12 @@ export async function deleteAccount(deps: SignInDeps & { provider: Provider }, u
   if (owned.length) throw new LastOwnerError(owned);
   await signOutEverywhere(deps, user.id);
   for (const grant of await listUserGrants(deps.db, user.id)) await revokeGrant(deps.provider, String(grant.grant_id));
-  await deps.db.transaction(async (trx) => {
-    await lockOwnedGroups(trx, user.id);
-    const stillOwned = await groupsOwnedOnlyBy(trx, user.id);
-    if (stillOwned.length) throw new LastOwnerError(stillOwned);
-    await deleteUserKeepingAudit(trx, user.id);
-  });
+  await changing(deps.db, [`user:${user.id}`], () =>
+    deps.db.transaction(async (trx) => {
+      await lockOwnedGroups(trx, user.id);
+      const stillOwned = await groupsOwnedOnlyBy(trx, user.id);
+      if (stillOwned.length) throw new LastOwnerError(stillOwned);
+      await deleteUserKeepingAudit(trx, user.id);
+    }),
+  );
 }

@@ -6,6 +6,7 @@ import { recordAudit, type AuditRow } from '../db/audit.js';
 import { findUserById, type UserRow } from '../db/users.js';
 import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
+import { changing } from './change-versions.js';
 import { auditActorId, type Actor } from './context.js';
 import { listPasskeys } from './passkeys.js';
 import { removeTwoFactor, twoFactorStatus } from './two-factor.js';
@@ -91,12 +92,14 @@ export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow):
   if (!actor.admin && actor.userId === user.id) {
     throw new AppError(409, 'conflict', 'You cannot disable your own account.');
   }
-  const changed = await deps.db.transaction(async (trx) => {
-    const at = now();
-    if (!(await markUserDisabled(trx, user.id, at))) return false;
-    await recordSiteAudit(trx, actor, 'user.disable', user, at);
-    return true;
-  });
+  const changed = await changing(deps.db, [`user:${user.id}`], () =>
+    deps.db.transaction(async (trx) => {
+      const at = now();
+      if (!(await markUserDisabled(trx, user.id, at))) return false;
+      await recordSiteAudit(trx, actor, 'user.disable', user, at);
+      return true;
+    }),
+  );
   await signOutEverywhere(deps, user.id);
   const grants = await revokeEveryGrant(deps, user.id);
   const accessTokens = await deleteAccessTokensOf(deps.db, user.id);
@@ -117,12 +120,14 @@ async function revokeEveryGrant(deps: AdminDeps, userId: number): Promise<number
 
 /** Lets a disabled account sign in again (what disabling revoked stays revoked); false when it was enabled. */
 export async function enableUser(db: Knex, actor: Actor, user: UserRow): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    const at = now();
-    if (!(await markUserEnabled(trx, user.id))) return false;
-    await recordSiteAudit(trx, actor, 'user.enable', user, at);
-    return true;
-  });
+  return changing(db, [`user:${user.id}`], () =>
+    db.transaction(async (trx) => {
+      const at = now();
+      if (!(await markUserEnabled(trx, user.id))) return false;
+      await recordSiteAudit(trx, actor, 'user.enable', user, at);
+      return true;
+    }),
+  );
 }
 
 /**

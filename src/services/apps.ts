@@ -9,6 +9,7 @@ import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
 import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
+import { changing } from './change-versions.js';
 import { auditActorId, changedFields, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
 import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
@@ -140,10 +141,12 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
     },
   );
-  await db.transaction(async (trx) => {
-    await apps.updateApp(trx, app.id, { ...fields, at });
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: { changes }, ip: actor.ip }, at);
-  });
+  await changing(db, [`app:${app.client_id}`], () =>
+    db.transaction(async (trx) => {
+      await apps.updateApp(trx, app.id, { ...fields, at });
+      await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: { changes }, ip: actor.ip }, at);
+    }),
+  );
   return { ...app, ...fields, updated_at: at };
 }
 
@@ -156,7 +159,7 @@ export async function generateClientSecret(db: Knex, access: AppAccess, submissi
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   if (isPublic(app)) throw new ConflictError('type', 'a public application has no client secret: it proves its codes with PKCE');
-  return db.transaction(async (trx) => {
+  return changing(db, [`app:${app.client_id}`], () => db.transaction(async (trx) => {
     await claimSubmission(trx, submission);
     // Counted inside the transaction, after locking the application row, so two requests at once cannot make a third.
     await apps.lockApp(trx, app.id);
@@ -168,18 +171,20 @@ export async function generateClientSecret(db: Knex, access: AppAccess, submissi
     await completeSubmission(trx, submission, secret.id);
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.create', target: app.client_id, details: { lastFour: secret.lastFour }, ip: actor.ip }, at);
     return secret;
-  });
+  }));
 }
 
 /** Revokes one secret: from the next request on, on every instance, it no longer authenticates. */
 export async function revokeClientSecret(db: Knex, access: AppAccess, secretId: number): Promise<void> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
-  await db.transaction(async (trx) => {
-    const lastFour = await apps.deleteSecret(trx, app.id, secretId);
-    if (lastFour === undefined) throw new NotFoundError('no such secret');
-    await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { lastFour }, ip: actor.ip }, now());
-  });
+  await changing(db, [`app:${app.client_id}`], () =>
+    db.transaction(async (trx) => {
+      const lastFour = await apps.deleteSecret(trx, app.id, secretId);
+      if (lastFour === undefined) throw new NotFoundError('no such secret');
+      await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.secret.revoke', target: app.client_id, details: { lastFour }, ip: actor.ip }, now());
+    }),
+  );
 }
 
 /**
@@ -196,10 +201,10 @@ export async function deleteApplication(db: Knex, provider: Provider, access: Ap
   };
   await revokeAll();
   const grantIds = await grantIdsOfClient(db, clientId);
-  await db.transaction(async (trx) => {
+  await changing(db, [`app:${clientId}`], () => db.transaction(async (trx) => {
     await apps.deleteApp(trx, app.id);
     await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.delete', target: app.client_id, details: { name: app.name }, ip: actor.ip }, now());
-  });
+  }));
   for (const grantId of grantIds) await revokeGrant(provider, grantId);
 }
 

@@ -5,6 +5,7 @@ import { oauthPartiesActive } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now } from '../time.js';
+import { changeVersionsOf } from './change-versions.js';
 import type { PersonalTokenLimits } from './context.js';
 import { lifetimeMs } from '../policies/token-lifetime.js';
 
@@ -29,6 +30,10 @@ export interface TokenOwner {
  */
 export function bearerTokens(deps: { db: Knex; provider: Provider }) {
   const recordUse = lastUseRecorder();
+  const partiesActive = changeVersionsOf(deps.db)?.cache((key) => {
+    const [clientId, userId] = key.split('\n') as [string, string];
+    return oauthPartiesActive(deps.db, clientId, Number(userId));
+  });
 
   return {
     async oauth(value: string): Promise<TokenOwner | undefined> {
@@ -60,10 +65,16 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
     /**
      * Whether an OAuth token's application still exists and its user is not disabled (a personal
      * token's lookup already says the latter). Deleting an application revokes its grants, but a
-     * token issued in the same instant, or under a grant the listing lost, would outlive it.
+     * token issued in the same instant, or under a grant the listing lost, would outlive it. With
+     * Redis the answer is cached per application and user, and used while both versions are
+     * unchanged (see `change-versions.ts`): two GETs in the same write as the rate limit's counter.
      */
     oauthPartiesActive(owner: TokenOwner): Promise<boolean> {
-      return owner.clientId === undefined ? Promise.resolve(true) : oauthPartiesActive(deps.db, owner.clientId, owner.userId);
+      const { clientId, userId } = owner;
+      if (clientId === undefined) return Promise.resolve(true);
+      return partiesActive
+        ? partiesActive.get(`${clientId}\n${userId}`, [`app:${clientId}`, `user:${userId}`])
+        : oauthPartiesActive(deps.db, clientId, userId);
     },
   };
 }

@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { countAppsOfGroup } from '../db/apps.js';
+import { clientIdsOfGroup, countAppsOfGroup } from '../db/apps.js';
 import { recordAudit } from '../db/audit.js';
 import { grantIdsOfGroup } from '../db/grants.js';
 import { countMembers, deleteGroupRow, lockGroup } from '../db/groups.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { now } from '../time.js';
 import { revokeGrants } from './apps.js';
+import { changing } from './change-versions.js';
 import { auditActorId } from './context.js';
 import { requireGroupAction, type GroupAccess } from './groups.js';
 
@@ -45,7 +46,10 @@ export async function deleteGroup(db: Knex, provider: Provider, access: GroupAcc
   requireGroupAction(access, 'delete-group');
   const { actor, group } = access;
   await revokeGrants(db, provider, await grantIdsOfGroup(db, group.id));
-  const { summary, lateGrants } = await db.transaction(async (trx) => {
+  // The applications as listed now: one created during the deletion has had no time to be cached
+  // anywhere (and a cached entry is dropped within a minute whatever happens).
+  const apps = async () => (await clientIdsOfGroup(db, group.id)).map((id) => `app:${id}` as const);
+  const { summary, lateGrants } = await changing(db, apps, () => db.transaction(async (trx) => {
     await lockGroup(trx, group.id);
     const summary = { applications: await countAppsOfGroup(trx, group.id), members: await countMembers(trx, group.id) };
     const lateGrants = await grantIdsOfGroup(trx, group.id);
@@ -56,7 +60,7 @@ export async function deleteGroup(db: Knex, provider: Provider, access: GroupAcc
       now(),
     );
     return { summary, lateGrants };
-  });
+  }));
   await revokeGrants(db, provider, lateGrants);
   return summary;
 }

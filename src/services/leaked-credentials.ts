@@ -8,6 +8,7 @@ import { usernameOf } from '../db/users.js';
 import { now } from '../time.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { REPORTED_TOKEN_ACTION } from './access-tokens.js';
+import { changing } from './change-versions.js';
 import { revokeGrants } from './apps.js';
 import * as rules from './rules.js';
 
@@ -71,11 +72,13 @@ async function revokePersonalToken(db: Knex, value: string, ip: string | null): 
 async function revokeClientSecret(db: Knex, value: string, ip: string | null): Promise<void> {
   const secret = await findSecretByDigest(db, digest(value));
   if (!secret) return;
-  await db.transaction(async (trx) => {
-    const lastFour = await deleteSecret(trx, secret.app_id, secret.id);
-    if (lastFour === undefined) return;
-    await recordAudit(trx, { groupId: Number(secret.group_id), actorId: null, action: REPORTED_SECRET_ACTION, target: secret.client_id, details: { lastFour }, ip }, now());
-  });
+  await changing(db, [`app:${secret.client_id}`], () =>
+    db.transaction(async (trx) => {
+      const lastFour = await deleteSecret(trx, secret.app_id, secret.id);
+      if (lastFour === undefined) return;
+      await recordAudit(trx, { groupId: Number(secret.group_id), actorId: null, action: REPORTED_SECRET_ACTION, target: secret.client_id, details: { lastFour }, ip }, now());
+    }),
+  );
 }
 
 /** The group log row of an OAuth token revoked by a report: the application's group, naming the user. */

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { markUserDisabled, markUserEnabled } from '../../src/db/admin.js';
+import { changing } from '../../src/services/change-versions.js';
 import { now } from '../../src/time.js';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
@@ -23,7 +24,10 @@ describeEachProfile('disabled accounts are refused everywhere', (profile) => {
   });
 
   const db = () => idp.db;
-  const disable = (id: number) => markUserDisabled(db(), id, now());
+  // Only the mark, none of the revoking that disableUser does after it: each check below must
+  // refuse the account by the mark alone. The mark is made as the service makes it, with the
+  // account's version replaced, so the caches kept with Redis see it as they would in production.
+  const disable = (id: number) => changing(db(), [`user:${id}`], () => markUserDisabled(db(), id, now()));
 
   it('signs the site session out: pages treat the browser as a visitor', async () => {
     const user = await makeUser(db());

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { RedisClient } from '../storage.js';
+
+/**
+ * Revocation-safe caches for the two lookups made on nearly every request with Redis: an
+ * application's client record (token endpoint) and "the application still exists and the user is
+ * not disabled" (API calls with an OAuth token).
+ *
+ * Every application and every user has a version in Redis, a random value replaced whenever
+ * something a cache holds about it changes (an application edited or deleted, a secret added or
+ * deleted, a group deleted with its applications, an account disabled, enabled or deleted). An
+ * instance keeps what it read from SQL beside the versions it read just before, and uses it only
+ * while the versions in Redis are still those: the version is read on every use, in the same
+ * write to Redis as the request's other commands, so a change made on one instance is seen by the
+ * very next request on every other. A cached entry is also dropped after MAX_AGE_MS, so that even
+ * a version lost with Redis's data cannot keep a stale entry alive for longer.
+ *
+ * Writers replace the version before their SQL change (a Redis that cannot be written stops the
+ * change before anything is written) and again after it commits (so an entry read from SQL
+ * between the two is not used past the second). Without Redis (the SQLite profile, possibly
+ * shared by several processes on one file) nothing is cached: every lookup reads SQL.
+ */
+const MAX_AGE_MS = 60_000;
+const MAX_ENTRIES = 10_000;
+/** Longer than any cached entry lives: a version absent from Redis only means "not changed lately". */
+const VERSION_TTL_S = 24 * 3600;
+
+export type Subject = `app:${string}` | `user:${number}`;
+
+interface Entry<T> {
+  versions: Array<string | null>;
+  value: T;
+  at: number;
+}
+
+export class ChangeVersions {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keyPrefix = 'idp:',
+  ) {}
+
+  private key(subject: Subject): string {
+    return `${this.keyPrefix}ver:${subject}`;
+  }
+
+  /** The current versions of `subjects`, read in one go (one GET each, written together). */
+  read(subjects: readonly Subject[]): Promise<Array<string | null>> {
+    return Promise.all(subjects.map((s) => this.redis.get(this.key(s))));
+  }
+
+  /** Gives each subject a new version: every cached entry about it is no longer used. */
+  async bump(subjects: readonly Subject[]): Promise<void> {
+    await Promise.all(subjects.map((s) => this.redis.set(this.key(s), randomBytes(12).toString('base64url'), 'EX', VERSION_TTL_S)));
+  }
+
+  /**
+   * A cache whose entries are used only while their subjects' versions are unchanged. `load`
+   * reads the truth (SQL); `cached.get` returns it, from memory when the versions read now are
+   * the ones read before the entry was loaded.
+   */
+  cache<T>(load: (key: string) => Promise<T>): VersionedCache<T> {
+    const entries = new Map<string, Entry<T>>();
+    return {
+      get: async (key, subjects) => {
+        const versions = await this.read(subjects);
+        const entry = entries.get(key);
+        if (entry && Date.now() - entry.at < MAX_AGE_MS && entry.versions.every((v, i) => v === versions[i])) return entry.value;
+        const value = await load(key);
+        if (entries.size >= MAX_ENTRIES) entries.clear();
+        entries.set(key, { versions, value, at: Date.now() });
+        return value;
+      },
+    };
+  }
+}
+
+export interface VersionedCache<T> {
+  get(key: string, subjects: readonly Subject[]): Promise<T>;
+}
+
+/**
+ * The versions of the process that owns a database handle (a server, or a CLI command), found by
+ * the services that change what the caches hold without passing it through every call.
+ */
+const registry = new WeakMap<Knex, ChangeVersions>();
+
+/** Registers `versions` as `db`'s; the function returned undoes it. */
+export function registerChangeVersions(db: Knex, versions: ChangeVersions): () => void {
+  registry.set(db, versions);
+  return () => registry.delete(db);
+}
+
+export function changeVersionsOf(db: Knex): ChangeVersions | undefined {
+  return registry.get(db);
+}
+
+/**
+ * Runs `change` (SQL) between two bumps of `subjects`' versions: before, so a Redis that cannot
+ * be written stops the change; after, so no instance keeps using an entry it read in between.
+ * Without Redis there is no cache, and `change` just runs.
+ */
+export async function changing<T>(db: Knex, subjects: readonly Subject[] | (() => Promise<readonly Subject[]>), change: () => Promise<T>): Promise<T> {
+  const versions = changeVersionsOf(db);
+  if (!versions) return change();
+  const list = typeof subjects === 'function' ? await subjects() : subjects;
+  await versions.bump(list);
+  try {
+    return await change();
+  } finally {
+    await versions.bump(list);
+  }
+}
