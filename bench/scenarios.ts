@@ -37,6 +37,7 @@ export const CEILING_OF: Partial<Record<ScenarioName, ScenarioName>> = {
   'api-ha': 'ceiling-io',
   'growth-groups': 'ceiling-io',
   exchange: 'ceiling-oidc-exchange',
+  refresh: 'ceiling-oidc-exchange',
   'flood-api-ho': 'ceiling-io',
   'flood-exchange': 'ceiling-oidc-exchange',
   'growth-tokens': 'ceiling-oidc-exchange',
