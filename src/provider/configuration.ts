@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { cookieNames } from '../cookie-names.js';
 import { findUserGrant } from '../db/grants.js';
 import { ACR_VALUES, SCOPES, TTL } from '../vocabulary.js';
-import { findAccount, type IdpAccount } from './accounts.js';
+import { accountFinder, type IdpAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
@@ -49,6 +49,7 @@ export interface ConfigurationDeps {
 export function providerConfiguration(deps: ConfigurationDeps): Configuration {
   const { config, db, keys, pages } = deps;
   const clientAdapter = createClientAdapter(db);
+  const findAccount = accountFinder(db);
   const secure = config.issuer.startsWith('https://');
   // Signed, httpOnly, sent on top-level navigations from other sites (the client's redirect back), Secure under https.
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, overwrite: true, signed: true };
@@ -59,7 +60,7 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // No static clients: applications are registered by groups' owners and read through the adapter.
     clients: [],
     // Accounts are rows of the users table (accounts.ts).
-    findAccount: (_ctx, sub) => findAccount(db, sub),
+    findAccount: (_ctx, sub) => findAccount(sub),
     // The claims each OpenID Connect scope releases, in the ID token and at userinfo alike.
     // The ID token's `amr` says how the person signed in (pwd; otp and mfa with two-factor);
     // `acr` (one factor "1", two "2") is released when a client asks with acr_values.

@@ -54,11 +54,13 @@ export async function updateProfile(deps: SignInDeps & MailDeps, user: UserRow, 
     if (await emailTakenByOther(deps.db, user.id, profile.email)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
     await confirmPassword(deps, user, change.currentPassword, ip, 'current_password');
   }
-  await updateUserProfile(deps.db, user.id, { ...profile, emailChanged, at: now() }).catch((err: unknown) => {
-    // Two accounts taking one address at once: the unique index decides.
-    if (isUniqueViolation(err)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
-    throw err;
-  });
+  await changing(deps.db, [`user:${user.id}`], () =>
+    updateUserProfile(deps.db, user.id, { ...profile, emailChanged, at: now() }).catch((err: unknown) => {
+      // Two accounts taking one address at once: the unique index decides.
+      if (isUniqueViolation(err)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
+      throw err;
+    }),
+  );
   if (emailChanged) sendVerificationInBackground(deps, { ...user, email: profile.email });
   return { emailChanged };
 }

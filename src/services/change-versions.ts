@@ -96,6 +96,15 @@ export function changeVersionsOf(db: Knex): ChangeVersions | undefined {
 }
 
 /**
+ * After a change that only freshens what caches hold (an account's name, address or verification):
+ * its subjects get new versions. A failure to write them leaves cached entries in use for at most
+ * MAX_AGE_MS, so it is reported to the caller, which has committed its change already.
+ */
+export async function changed(db: Knex, subjects: readonly Subject[]): Promise<void> {
+  await changeVersionsOf(db)?.bump(subjects);
+}
+
+/**
  * Runs `change` (SQL) between two bumps of `subjects`' versions: before, so a Redis that cannot
  * be written stops the change; after, so no instance keeps using an entry it read in between.
  * Without Redis there is no cache, and `change` just runs.

@@ -3,6 +3,7 @@ import { markEmailUnverified, markEmailVerified } from '../db/users.js';
 import { UnavailableError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { now } from '../time.js';
+import { changed, changing } from './change-versions.js';
 import { issueLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { Mailer } from './mail.js';
@@ -26,7 +27,7 @@ interface Recipient {
  * proving it (24 h, single use) goes to it. Called on sign-up and on an e-mail change.
  */
 export async function sendVerification(deps: MailDeps, user: Recipient, returnTo?: string): Promise<void> {
-  await markEmailUnverified(deps.db, user.id);
+  await changing(deps.db, [`user:${user.id}`], () => markEmailUnverified(deps.db, user.id));
   await mailVerificationLink(deps, user, returnTo);
 }
 
@@ -68,9 +69,11 @@ async function mailVerificationLink(deps: MailDeps, user: Recipient, returnTo?: 
  * Follows a verification link (once). The account is verified only if its address is still the
  * one the link was sent to; `verified` says whether it was.
  */
-export function verifyEmail(db: Knex, token: unknown): Promise<{ verified: boolean }> {
-  return db.transaction(async (trx) => {
+export async function verifyEmail(db: Knex, token: unknown): Promise<{ verified: boolean }> {
+  const { userId, verified } = await db.transaction(async (trx) => {
     const link = await useLink(trx, 'verify-email', token);
-    return { verified: await markEmailVerified(trx, link.user_id, link.email, now()) };
+    return { userId: Number(link.user_id), verified: await markEmailVerified(trx, link.user_id, link.email, now()) };
   });
+  if (verified) await changed(db, [`user:${userId}`]);
+  return { verified };
 }
