@@ -45,6 +45,14 @@ export function findAppByClientId(db: Knex, clientId: string): Promise<AppRow | 
   return db('oauth_apps').where({ client_id: clientId }).first();
 }
 
+/** An application with its group's name, in one query: what the sign-in and consent pages show. */
+export async function findAppWithGroupName(db: Knex, clientId: string): Promise<{ app: AppRow; groupName: string } | undefined> {
+  const row = await db('oauth_apps as a').join('groups as g', 'g.id', 'a.group_id').where('a.client_id', clientId).first('a.*', 'g.name as group_name');
+  if (!row) return undefined;
+  const { group_name: groupName, ...app } = row as AppRow & { group_name: string };
+  return { app, groupName };
+}
+
 /**
  * Whether an OAuth token may still act: its application exists and its user exists and is not
  * disabled. One round trip, as it runs on every API call made with an OAuth token.

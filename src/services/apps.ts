@@ -4,7 +4,6 @@ import type Provider from 'oidc-provider';
 import { ConflictError, NotFoundError } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { countGrantsOfClient, deleteUserGrantByGrantId, grantIdsOfClient } from '../db/grants.js';
-import { findGroupById } from '../db/groups.js';
 import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
 import { now } from '../time.js';
@@ -242,8 +241,7 @@ export async function revokeGrants(db: Knex, provider: Provider, grantIds: reado
 
 /** What the consent page shows of an application: its fields and its group's name; 404 once it is gone. */
 export async function consentSubject(db: Knex, clientId: string): Promise<{ app: apps.AppRow; groupName: string }> {
-  const app = await findApp(db, clientId);
-  if (!app) throw new NotFoundError('this application no longer exists');
-  const group = await findGroupById(db, app.group_id);
-  return { app, groupName: group?.name ?? '' };
+  const found = isClientId(clientId) ? await apps.findAppWithGroupName(db, clientId) : undefined;
+  if (!found) throw new NotFoundError('this application no longer exists');
+  return found;
 }
