@@ -95,14 +95,17 @@ function requestLog(logger: Logger) {
     const incoming = ctx.get('x-request-id');
     const id = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = id;
-    ctx.state.log = logger.child({ reqId: id });
+    // The request's own logger (its lines carry reqId) is made only for a request that logs more
+    // than its one line below, which is written with the same field.
+    let log: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', { get: () => (log ??= logger.child({ reqId: id })), enumerable: true });
     ctx.set('X-Request-Id', id);
     const started = performance.now();
     try {
       await next();
     } finally {
       // The path only: query strings may carry codes and secrets (the query-string token request does).
-      ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info({ reqId: id, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
     }
   };
 }

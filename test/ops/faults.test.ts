@@ -181,6 +181,24 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
     );
   }
 
+  // Caches of other instances learn of a change through the application's version in Redis,
+  // replaced before the SQL change: when that write cannot be made, nothing changes.
+  it("Redis stalled as a secret's revocation replaces the application's version: 503 within 5 s, and the secret still works", async () => {
+    const app = await makeClient(database.db);
+    const manage = await personalToken(database.db, app.user.id, { scopes: ['groups:read-write'] });
+    const listed = await call(idp, `/apis/v2/oauth-apps/${app.clientId}`, { token: manage });
+    const [secret] = listed.body.data.secrets as Array<{ id: number }>;
+    proxies.redis.faultWhenSent(`ver:app:${app.clientId}`, 'stall');
+    const res = await timed(() => call(idp, `/apis/v2/oauth-apps/${app.clientId}/secrets/${secret!.id}`, { method: 'DELETE', token: manage }));
+    expect(res.status, res.text).to.equal(503);
+    expect(res.ms, `answered after ${Math.round(res.ms)} ms`).to.be.below(ANSWER_WITHIN_MS);
+    await proxies.redis.forward();
+    expect(await database.db('oauth_app_secrets').where({ id: secret!.id }).first()).to.not.equal(undefined);
+    // It still authenticates its application (introspection answers only an authenticated client).
+    const introspected = await call(idp, '/login/oauth/introspect', { method: 'POST', authorization: basicAuth(app.clientId, app.clientSecret), form: { token: accessToken } });
+    expect(introspected.status, introspected.text).to.equal(200);
+  });
+
   // The application's row is written inside the transaction; the fault strikes when the secret's
   // insert is sent, before PostgreSQL sees it.
   for (const fault of ['cut', 'stall'] as const) {
