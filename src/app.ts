@@ -297,14 +297,24 @@ async function answersWithin(check: Promise<unknown>): Promise<'ok' | 'unreachab
  */
 function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>, deps: WebDeps) {
   const routes = router.routes();
+  // Paths no page has in any method (the provider's, on every token request) are remembered, so
+  // the router's patterns are not tried on them again; forgotten all at once past a bound.
+  const notPages = new Set<string>();
   return async function pages(ctx: Context, next: Next): Promise<void> {
+    if (notPages.has(ctx.path)) return next();
     const match = router.match(ctx.path, ctx.method);
     if (match.route && !(await hidden(ctx))) return routes(ctx as never, next);
     const allowed = [...new Set(match.path.flatMap((layer) => layer.methods))];
     if (!match.route && allowed.length && !(await hidden(ctx))) return unanswered(ctx, deps, allowed);
+    if (!match.path.length) {
+      if (notPages.size >= NOT_PAGES_REMEMBERED) notPages.clear();
+      notPages.add(ctx.path);
+    }
     return next();
   };
 }
+
+const NOT_PAGES_REMEMBERED = 1000;
 
 /** A request no route answered (the provider's included) gets the site's 404 or 405 page, never a bare text. */
 function unansweredAsPage(deps: WebDeps) {

@@ -6,6 +6,7 @@ import { CALLBACK, makeClient, makeGroup, makeUser, personalToken, type Client, 
 import { authorizeUrl, basicAuth, oauthTokens, tokenRequest } from '../helpers/oauth.js';
 import { call } from '../helpers/api.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { changed } from '../../src/services/change-versions.js';
 
 /** What the service promises while a store is away: a 503 with Retry-After within this long. */
 const ANSWER_WITHIN_MS = 5000;
@@ -88,6 +89,13 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
   } as const;
   type Surface = keyof typeof SURFACES;
 
+  /**
+   * The client and account the surfaces use are read from PostgreSQL again on their next use, as
+   * on an instance that has not cached them (with Redis, a client and an account read in the last
+   * minute need only Redis: see the test of that below).
+   */
+  const forgetCached = () => changed(idp.db, [`app:${client.clientId}`, `user:${client.user.id}`]);
+
   async function askEverySurface(): Promise<Record<Surface, Answer>> {
     const names = Object.keys(SURFACES) as Surface[];
     const answers = await Promise.all(names.map((name) => timed(SURFACES[name].ask)));
@@ -140,6 +148,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
   for (const store of ['database', 'redis'] as const) {
     describe(`${store === 'database' ? 'PostgreSQL' : 'Redis'} away`, () => {
       it('refused (nothing listens, open connections reset): 503 with Retry-After everywhere, then back', async () => {
+        await forgetCached();
         await proxies[store].refuse();
         proxies[store].cut();
         await expectAway(store);
@@ -148,6 +157,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
       });
 
       it('cut mid-stream (requests in flight reset, new connections reset): 503 with Retry-After everywhere, then back', async () => {
+        await forgetCached();
         proxies[store].stall();
         const inFlight = askEverySurface();
         await new Promise((resolve) => setTimeout(resolve, 300));
@@ -159,6 +169,7 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
       });
 
       it('stalled (connections accepted, nothing answered): 503 with Retry-After within 5 s, no hang, then back once it answers', async () => {
+        await forgetCached();
         proxies[store].stall();
         await expectAway(store);
         // A second round while still stalled: the requests of the first must not have left
@@ -180,6 +191,17 @@ async function timed(request: () => Promise<{ status: number; headers: Headers; 
       }),
     );
   }
+
+  it('PostgreSQL away: the token endpoint still answers for a client and account it read in the last minute (their cache needs only Redis)', async () => {
+    const code = 'not-a-code-anyone-was-given';
+    const ask = () => tokenRequest(idp.url, { query: { client_id: client.clientId, client_secret: client.clientSecret, code, redirect_uri: CALLBACK } });
+    expect((await ask()).body.error).to.equal('invalid_grant');
+    await proxies.database.refuse();
+    proxies.database.cut();
+    const res = await ask();
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.error).to.equal('invalid_grant');
+  });
 
   // Caches of other instances learn of a change through the application's version in Redis,
   // replaced before the SQL change: when that write cannot be made, nothing changes.
