@@ -112,7 +112,14 @@ export function deleteAccessTokensOf(db: Knex, userId: number): Promise<number> 
 }
 
 /** Which of `groupIds` the user is a member of. */
+/**
+ * Which of `groupIds` the user is a member of. Inside a transaction on PostgreSQL, the groups' rows
+ * and then the membership rows stay locked until it ends (groups first, as a group's deletion
+ * locks them, so the two wait for each other instead of deadlocking): neither the group's deletion
+ * nor the member's removal can slip in between this check and what the transaction writes next.
+ */
 export async function groupIdsOfMember(db: Knex, userId: number, groupIds: readonly number[]): Promise<number[]> {
-  const rows = (await db('memberships').where({ user_id: userId }).whereIn('group_id', groupIds).select('group_id')) as Array<{ group_id: number }>;
+  await db('groups').whereIn('id', groupIds).orderBy('id').forShare().select('id');
+  const rows = (await db('memberships').where({ user_id: userId }).whereIn('group_id', groupIds).forShare().select('group_id')) as Array<{ group_id: number }>;
   return rows.map((r) => Number(r.group_id));
 }

@@ -50,17 +50,19 @@ export async function createAccessToken(
 ): Promise<{ token: string; row: Omit<tokens.AccessTokenRow, 'digest'> & { groups?: tokens.TokenGroup[] } }> {
   const data = rules.parse(newAccessTokenSchema, input);
   const groupIds = data.groups === 'all' ? undefined : [...new Set(data.groups)];
-  if (groupIds) {
-    const mine = new Set(await tokens.groupIdsOfMember(db, userId, groupIds));
-    const others = groupIds.filter((id) => !mine.has(id));
-    if (others.length) throw new ValidationError('groups', `groups must be groups you are a member of; you are not in ${others.join(', ')}`);
-  }
   const token = generateToken('ha_');
   const at = now();
   // From the same instant as the creation: the lifetime a group's cap is compared with is exact.
   const expiresAt = data.expiresInDays ? new Date(Date.parse(at) + data.expiresInDays * DAY_MS).toISOString() : null;
   // With a form's one-time key, a repeated submission creates nothing (RepeatedSubmission).
   const row = await db.transaction(async (trx) => {
+    // Checked in the transaction that writes the token's groups, with the memberships locked: a
+    // group deleted meanwhile is refused here, never a foreign-key failure at the insert.
+    if (groupIds) {
+      const mine = new Set(await tokens.groupIdsOfMember(trx, userId, groupIds));
+      const others = groupIds.filter((id) => !mine.has(id));
+      if (others.length) throw new ValidationError('groups', `groups must be groups you are a member of; you are not in ${others.join(', ')}`);
+    }
     await claimSubmission(trx, submission);
     const inserted = await tokens.insertAccessToken(trx, {
       userId,

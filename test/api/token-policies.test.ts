@@ -68,6 +68,23 @@ describeEachProfile('fine-grained personal access tokens and groups’ lifetime 
       expect((await call(idp, '/apis/v2/user', { token })).status).to.equal(200);
     });
 
+    it('is refused with 400 naming groups, never a 500, when its group is deleted at the same moment', async () => {
+      const doomed = await makeGroup(idp.db, user.id);
+      const owner = await personalToken(idp.db, user.id, { scopes: ['groups:read-write'] });
+      // Made one after another while the deletion runs, so that some fall between its steps.
+      const deleting = call(idp, `/apis/v2/groups/${doomed.id}`, { token: owner, method: 'DELETE' });
+      const made: Array<Promise<string>> = [];
+      for (let i = 0; i < 40; i += 1) {
+        made.push(personalToken(idp.db, user.id, { groups: [doomed.id] }).then(() => 'made', (err: Error) => err.message));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const deleted = await deleting;
+      expect(deleted.status, deleted.text).to.equal(204);
+      for (const outcome of await Promise.all(made)) expect(outcome).to.match(/^made$|^groups must be groups you are a member of/);
+      // Every token made before the deletion reaches no group now.
+      expect(await idp.db('personal_token_groups').where({ group_id: doomed.id })).to.deep.equal([]);
+    });
+
     it('cannot be limited to a group its user is not in', async () => {
       const other = await makeUser(idp.db);
       const foreign = await makeGroup(idp.db, other.id);
