@@ -61,6 +61,10 @@ describeEachProfile('API endpoints', (profile) => {
       expect(res.body.data).to.include({ id: group.id, name: 'Research', path: group.path, description: '', visibilityLevel: 'private', requireTwoFactor: false, role: 'maintainer' });
       expect(Object.keys(res.body.data).sort()).to.deep.equal(['createdAt', 'description', 'id', 'name', 'path', 'personalTokenMaxLifetimeDays', 'requireTwoFactor', 'role', 'updatedAt', 'visibilityLevel']);
       expect(new Date(res.body.data.createdAt).toISOString()).to.equal(res.body.data.createdAt);
+      // The list's page query writes its timestamps its own way: the same group reads the same in both.
+      const listed = await call(idp, '/apis/v2/groups', { token: pat, query: { pageSize: '50' } });
+      const inList = (listed.body.data.items as Array<{ id: number; createdAt: string; updatedAt: string }>).find((g) => g.id === group.id);
+      expect(inList).to.include({ createdAt: res.body.data.createdAt, updatedAt: res.body.data.updatedAt });
     });
 
     it('answers 404 for a group the user is not in, and for no group at all, alike', async () => {
