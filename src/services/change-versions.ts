@@ -3,13 +3,15 @@ import type { Knex } from 'knex';
 import type { RedisClient } from '../storage.js';
 
 /**
- * Revocation-safe caches for the two lookups made on nearly every request with Redis: an
- * application's client record (token endpoint) and "the application still exists and the user is
- * not disabled" (API calls with an OAuth token).
+ * Revocation-safe caches, with Redis, for the lookups made on nearly every request: an
+ * application's client record and the account behind a token request (token endpoint, authorize,
+ * userinfo), and "the application still exists and the user is not disabled" (API calls with an
+ * OAuth token).
  *
  * Every application and every user has a version in Redis, a random value replaced whenever
  * something a cache holds about it changes (an application edited or deleted, a secret added or
- * deleted, a group deleted with its applications, an account disabled, enabled or deleted). An
+ * deleted, a group deleted with its applications, an account disabled, enabled, deleted, renamed
+ * or re-addressed, an address verified). An
  * instance keeps what it read from SQL beside the versions it read just before, and uses it only
  * while the versions in Redis are still those: the version is read on every use, in the same
  * write to Redis as the request's other commands, so a change made on one instance is seen by the
