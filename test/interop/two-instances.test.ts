@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { call, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { freePort, waitFor } from '../helpers/app.js';
@@ -8,6 +9,7 @@ import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } f
 import { makeClient, makeUser, personalToken, type Client } from '../helpers/factories.js';
 import { errorMessage } from '../helpers/html.js';
 import { authorize, authorizeUrl, basicAuth, discovery, oauthTokens } from '../helpers/oauth.js';
+import { scanKeys } from '../helpers/redis-topologies.js';
 
 /**
  * A request to one instance as a load balancer forwards it: to that instance's address, naming
@@ -72,6 +74,12 @@ describe('two instances sharing PostgreSQL and Redis', function () {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((resolve) => c.once('exit', resolve)))));
     await database?.drop();
+    // The instances ran as `npm start` runs, under the default key prefix: their state goes with them.
+    if (TEST_REDIS_URL) {
+      const redis = new Redis(TEST_REDIS_URL);
+      for (const key of await scanKeys(redis, 'idp:*')) await redis.del(key);
+      await redis.quit();
+    }
   });
 
   it('redeems at the second instance a code issued by the first, and each accepts the other\'s token', async () => {
