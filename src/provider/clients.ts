@@ -25,8 +25,7 @@ export function createClientAdapter(db: Knex): Adapter {
   const unsupported = async (): Promise<never> => {
     throw new Error('clients are managed in the oauth_apps table, not through the adapter');
   };
-  const versions = changeVersionsOf(db);
-  const cached = versions?.cache((clientId) => findClientWithSecrets(db, clientId));
+  const cached = changeVersionsOf(db)?.cache((clientId) => findClientWithSecrets(db, clientId));
   return {
     async find(clientId: string): Promise<AdapterPayload | undefined> {
       // Longer than the column: no such client, and no query.

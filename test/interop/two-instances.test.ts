@@ -123,6 +123,21 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       }
     }
 
+    /**
+     * A new application's owner signed in at the first instance, with tokens the second has used:
+     * the first access token, and the pair the second issued by refreshing it.
+     */
+    async function tokensUsedAtB() {
+      const client = await makeClient(database.db);
+      const tokens = await oauthTokens(atA(), client, client.user);
+      await warmApi(tokens.accessToken);
+      const refreshed = await refreshAtB(client, client.clientSecret, tokens.refreshToken);
+      expect(refreshed.status, refreshed.text).to.equal(200);
+      const second = { accessToken: String(refreshed.body.access_token), refreshToken: String(refreshed.body.refresh_token) };
+      await warmApi(second.accessToken);
+      return { client, tokens, second };
+    }
+
     function expectTokenError(res: ApiResponse, status: number, error: string) {
       expect(res.status, res.text).to.equal(status);
       expect(res.body.error, res.text).to.equal(error);
@@ -175,13 +190,7 @@ describe('two instances sharing PostgreSQL and Redis', function () {
     });
 
     it('refuses the access and refresh tokens of an application the person revoked at the other instance', async () => {
-      const client = await makeClient(database.db);
-      const tokens = await oauthTokens(atA(), client, client.user);
-      await warmApi(tokens.accessToken);
-      const refreshed = await refreshAtB(client, client.clientSecret, tokens.refreshToken);
-      expect(refreshed.status, refreshed.text).to.equal(200);
-      const second = { accessToken: String(refreshed.body.access_token), refreshToken: String(refreshed.body.refresh_token) };
-      await warmApi(second.accessToken);
+      const { client, tokens, second } = await tokensUsedAtB();
 
       const settings = await signIn(atA(), client.user);
       await settings.submit(`/account/settings/applications/${client.clientId}/revoke`).expect(302, '/account/settings/applications?notice=app-revoked');
@@ -192,12 +201,7 @@ describe('two instances sharing PostgreSQL and Redis', function () {
     });
 
     it('refuses everything of an application its owner deleted at the other instance', async () => {
-      const client = await makeClient(database.db);
-      const tokens = await oauthTokens(atA(), client, client.user);
-      await warmApi(tokens.accessToken);
-      const refreshed = await refreshAtB(client, client.clientSecret, tokens.refreshToken);
-      expect(refreshed.status, refreshed.text).to.equal(200);
-      await warmApi(String(refreshed.body.access_token));
+      const { client, tokens, second } = await tokensUsedAtB();
       const exchanged = await exchangeAtB(client, client.clientSecret, await codeAtA(tokens.browser, client));
       expect(exchanged.status, exchanged.text).to.equal(200);
       // A path: the balancer's request goes to the second instance, whatever the issuer's address.
@@ -211,8 +215,8 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       expect(deleted.status, deleted.text).to.equal(204);
 
       expectInvalidToken({ url: issuer }, await apiAtB(tokens.accessToken));
-      expectInvalidToken({ url: issuer }, await apiAtB(String(refreshed.body.access_token)));
-      expectTokenError(await refreshAtB(client, client.clientSecret, String(refreshed.body.refresh_token)), 401, 'invalid_client');
+      expectInvalidToken({ url: issuer }, await apiAtB(second.accessToken));
+      expectTokenError(await refreshAtB(client, client.clientSecret, second.refreshToken), 401, 'invalid_client');
       expectTokenError(await exchangeAtB(client, client.clientSecret, code), 401, 'invalid_client');
       const page = await atB(request);
       expect(page.status, page.text).to.equal(400);
