@@ -27,7 +27,7 @@ const MAX_AGE_MS = 60_000;
 const MAX_ENTRIES = 10_000;
 /** Longer than any cached entry lives: a version absent from Redis only means "not changed lately". */
 const VERSION_TTL_S = 24 * 3600;
-const FAILED_LOAD_MS = 1000;
+const FAILED_LOOKUP_MS = 1000;
 
 export type Subject = `app:${string}` | `user:${number}`;
 
@@ -67,33 +67,38 @@ export class ChangeVersions {
     // Requests that miss at once, having read the same versions, share one load: after a change,
     // fifty requests for one client make one query, not fifty.
     const loading = new Map<string, Promise<T>>();
-    // A load that just failed (the database away) fails again at once for a moment: a caller
-    // that retries straight away (oidc-provider's authorization error handler looks the client up
-    // again) gets its answer now, not after a second wait for the database.
+    // A lookup that just failed (Redis or the database away) fails again at once for a moment: a
+    // caller that retries straight away (oidc-provider's authorization error handler looks the
+    // client up again) gets its answer now, not after a second wait for the store.
     const failed = new Map<string, { err: unknown; until: number }>();
+
+    const lookUp = async (key: string, subjects: readonly Subject[]): Promise<T> => {
+      const versions = await this.read(subjects);
+      const entry = entries.get(key);
+      if (entry && Date.now() - entry.at < MAX_AGE_MS && entry.versions.every((v, i) => v === versions[i])) return entry.value;
+      const flight = `${key}\n${versions.join('\n')}`;
+      let pending = loading.get(flight);
+      if (!pending) {
+        pending = load(key).finally(() => loading.delete(flight));
+        loading.set(flight, pending);
+        const value = await pending;
+        if (entries.size >= MAX_ENTRIES) entries.clear();
+        entries.set(key, { versions, value, at: Date.now() });
+      }
+      return pending;
+    };
+
     return {
       get: async (key, subjects) => {
-        const versions = await this.read(subjects);
-        const entry = entries.get(key);
-        if (entry && Date.now() - entry.at < MAX_AGE_MS && entry.versions.every((v, i) => v === versions[i])) return entry.value;
-        const flight = `${key}\n${versions.join('\n')}`;
-        const failure = failed.get(flight);
+        const failure = failed.get(key);
         if (failure && Date.now() < failure.until) throw failure.err;
-        let pending = loading.get(flight);
-        if (!pending) {
-          pending = load(key)
-            .catch((err: unknown) => {
-              if (failed.size >= MAX_ENTRIES) failed.clear();
-              failed.set(flight, { err, until: Date.now() + FAILED_LOAD_MS });
-              throw err;
-            })
-            .finally(() => loading.delete(flight));
-          loading.set(flight, pending);
-          const value = await pending;
-          if (entries.size >= MAX_ENTRIES) entries.clear();
-          entries.set(key, { versions, value, at: Date.now() });
+        try {
+          return await lookUp(key, subjects);
+        } catch (err) {
+          if (failed.size >= MAX_ENTRIES) failed.clear();
+          failed.set(key, { err, until: Date.now() + FAILED_LOOKUP_MS });
+          throw err;
         }
-        return pending;
       },
     };
   }
