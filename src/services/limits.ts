@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Knex } from 'knex';
 import {
   RateLimiterPostgres,
@@ -58,7 +58,7 @@ function storeOf(config: Config, db: Knex, redis: RedisClient | undefined, redis
 
 /** Keys are bounded and carry no personal data in clear: a login or client id is digested. */
 function key(...parts: string[]): string {
-  return createHash('sha256').update(parts.join('\u0000')).digest('base64url');
+  return hash('sha256', parts.join('\u0000'), 'base64url');
 }
 
 /** The result of `consume` whether it was allowed or refused; store failures (outages) are thrown. */
@@ -89,10 +89,15 @@ interface Counter {
   points: number;
 }
 
-/** Seconds until a counter allows again when it is used up, or 0 when it is not. */
-async function exhaustedFor(counter: Counter, k: string): Promise<number> {
-  const res = await counter.limiter.get(k);
-  return res && res.consumedPoints >= counter.points ? retryAfterS(res) : 0;
+/**
+ * A counter's points taken in its window (0 when it has none). On Redis the counter is a plain
+ * integer key: one GET, where the library's own read sends MULTI, GET, PTTL and EXEC. This read
+ * runs before every client authentication, so it is the hot one.
+ */
+async function pointsOf(redis: RedisClient | undefined, limiter: RateLimiterAbstract, k: string): Promise<number> {
+  if (!redis) return (await limiter.get(k))?.consumedPoints ?? 0;
+  const points = await redis.get(limiter.getKey(k));
+  return points === null ? 0 : Number(points);
 }
 
 function tooManySignIns(seconds: number): RetryLaterError {
@@ -115,10 +120,12 @@ export class Limits {
   private readonly resetIp?: Counter;
   private readonly devicePoll: RateLimiterAbstract;
   private readonly credentialReportsIp?: Counter;
+  private readonly redis: RedisClient | undefined;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
     const store = storeOf(config, db, redis, redisKeyPrefix);
+    this.redis = redis;
     const limits = config.rateLimits;
     const make = (name: string, limit: RateLimit) => store({ keyPrefix: name, points: limit.points, duration: limit.durationS });
     const counter = (name: string, limit: RateLimit): Counter => ({ limiter: make(name, limit), points: limit.points });
@@ -160,13 +167,13 @@ export class Limits {
     const [pair, address, failures] = await Promise.all([
       this.signinAccountIp ? consume(this.signinAccountIp.failures, attempt.pair) : undefined,
       this.signinIp ? consume(this.signinIp.limiter, attempt.ip) : undefined,
-      this.signinAccount?.failures.get(attempt.account),
+      this.signinAccount ? pointsOf(this.redis, this.signinAccount.failures, attempt.account) : undefined,
     ]);
     attempt.pairCount = pair?.res.consumedPoints ?? 0;
     for (const [name, taken] of [['signin-account-ip', pair], ['signin-ip', address]] as const) {
       if (taken && !taken.allowed) throw this.refused(name, tooManySignIns(retryAfterS(taken.res)));
     }
-    if (this.signinAccount && failures && failures.consumedPoints >= this.signinAccount.points) {
+    if (this.signinAccount && failures !== undefined && failures >= this.signinAccount.points) {
       const slow = await consume(this.signinAccount.slow, attempt.account);
       if (!slow.allowed) throw this.refused('signin-account', tooManySignIns(retryAfterS(slow.res)));
     }
@@ -177,7 +184,7 @@ export class Limits {
   async signInFailed(attempt: SignInAttempt): Promise<void> {
     const [, struck] = await Promise.all([
       this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
-      this.signinAccountIp?.strikes.get(attempt.pair),
+      this.signinAccountIp ? pointsOf(this.redis, this.signinAccountIp.strikes, attempt.pair) : undefined,
     ]);
     if (!this.signinAccountIp) return;
     const { failures, strikes, points } = this.signinAccountIp;
@@ -255,9 +262,14 @@ export class Limits {
 
   /** Seconds a client must wait before authenticating again, or 0 when it may. */
   async clientAuthBlockedFor(clientId: string): Promise<number> {
-    const seconds = this.clientAuth ? await exhaustedFor(this.clientAuth, key(clientId)) : 0;
-    if (seconds) this.metrics.rateLimited('client-auth');
-    return seconds;
+    if (!this.clientAuth) return 0;
+    const k = key(clientId);
+    // The time left is read only for a client that used its failures up: a rare second read.
+    if ((await pointsOf(this.redis, this.clientAuth.limiter, k)) < this.clientAuth.points) return 0;
+    const res = await this.clientAuth.limiter.get(k);
+    if (!res || res.consumedPoints < this.clientAuth.points) return 0;
+    this.metrics.rateLimited('client-auth');
+    return retryAfterS(res);
   }
 
   async clientAuthFailed(clientId: string): Promise<void> {
