@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -48,7 +48,7 @@ export function isWellFormedToken(value: string, prefix?: TokenPrefix): boolean 
  * storage hash; only passwords need a slow KDF.
  */
 export function digest(value: string): string {
-  return createHash('sha256').update(value).digest('base64url');
+  return hash('sha256', value, 'base64url');
 }
 
 export function digestEquals(a: string, b: string): boolean {

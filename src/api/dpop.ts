@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { calculateJwkThumbprint, EmbeddedJWK, errors as joseErrors, jwtVerify } from 'jose';
 import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
 
@@ -53,7 +53,7 @@ export async function verifyDpopProof(proof: string, expected: { method: string;
     htu.hash = '';
   }
   if (!htu || htu.href !== new URL(expected.url).href) throw new DpopProofError('the DPoP proof htu does not match the request URL');
-  if (payload.ath !== createHash('sha256').update(expected.accessToken).digest('base64url')) {
+  if (payload.ath !== hash('sha256', expected.accessToken, 'base64url')) {
     throw new DpopProofError('the DPoP proof ath does not match the access token');
   }
   const jkt = await calculateJwkThumbprint(protectedHeader.jwk!);

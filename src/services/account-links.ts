@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { findAccountLink, insertAccountLink, retireAccountLinks, useAccountLink, type AccountLinkRow, type LinkPurpose } from '../db/account-links.js';
 import { AppError } from '../errors.js';
@@ -36,7 +36,7 @@ const REFUSALS: Record<LinkRefusal, string> = {
 };
 
 function digestOf(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** Makes a link for `user`'s current address and returns its URL; only the token's digest is stored. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { claimDpopProof } from '../db/dpop-proofs.js';
 import type { RedisClient } from '../storage.js';
@@ -15,7 +15,7 @@ export interface DpopReplay {
 }
 
 export function dpopReplay(db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:'): DpopReplay {
-  const digest = (jkt: string, jti: string) => createHash('sha256').update(`${jkt}\u0000${jti}`).digest('base64url');
+  const digest = (jkt: string, jti: string) => hash('sha256', `${jkt}\u0000${jti}`, 'base64url');
   if (redis) {
     return {
       async claim(jkt, jti, ttlS) {
