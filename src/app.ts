@@ -102,7 +102,7 @@ function requestLog(logger: Logger) {
     // than its one line below, which is written with the same field.
     let log: Logger | undefined;
     Object.defineProperty(ctx.state, 'log', { get: () => (log ??= logger.child({ reqId: id })), enumerable: true });
-    ctx.set('X-Request-Id', id);
+    ctx.res.setHeader('X-Request-Id', id);
     const started = performance.now();
     try {
       await next();

@@ -104,10 +104,12 @@ export function bearerAuth(deps: { db: Knex; provider: Provider; limits: Limits;
  */
 function applyAllowance(ctx: Context, verdict: ApiVerdict): void {
   const { allowance } = verdict;
-  ctx.set('X-RateLimit-Limit', String(allowance.limit));
-  ctx.set('X-RateLimit-Remaining', String(allowance.remaining));
-  ctx.set('X-RateLimit-Used', String(allowance.used));
-  ctx.set('X-RateLimit-Reset', String(allowance.resetAt));
+  // Before the handler runs, so nothing is sent yet: straight onto the response, as on every call.
+  const { res } = ctx;
+  res.setHeader('X-RateLimit-Limit', String(allowance.limit));
+  res.setHeader('X-RateLimit-Remaining', String(allowance.remaining));
+  res.setHeader('X-RateLimit-Used', String(allowance.used));
+  res.setHeader('X-RateLimit-Reset', String(allowance.resetAt));
   if (!verdict.allowed) {
     throw new RetryLaterError(429, 'rate_limited', `this token has made ${allowance.limit} requests this hour, its limit; try again ${inWords(verdict.retryAfterS)}`, verdict.retryAfterS);
   }

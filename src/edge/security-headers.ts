@@ -33,12 +33,14 @@ const SITE_POLICY = policy(["'self'"]);
 export function securityHeaders(issuer: string) {
   const hsts = issuer.startsWith('https://');
   return async function setSecurityHeaders(ctx: Context, next: Next): Promise<void> {
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('X-Frame-Options', 'DENY');
-    ctx.set('Referrer-Policy', 'no-referrer');
+    // Straight onto the response: nothing is sent yet, and Koa's ctx.set builds arrays per call.
+    const { res } = ctx;
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Referrer-Policy', 'no-referrer');
     // One year; without includeSubDomains, which would bind every other site of the domain too.
-    if (hsts) ctx.set('Strict-Transport-Security', 'max-age=31536000');
-    ctx.set('Content-Security-Policy', surfaceOf(ctx.path) === 'oauth' ? OAUTH_POLICY : SITE_POLICY);
+    if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+    res.setHeader('Content-Security-Policy', surfaceOf(ctx.path) === 'oauth' ? OAUTH_POLICY : SITE_POLICY);
     await next();
     const extra = ctx.state.formActionSources as string[] | undefined;
     if (extra?.length && !ctx.headerSent) ctx.set('Content-Security-Policy', policy(["'self'", ...extra]));
