@@ -26,6 +26,7 @@ import { loadOrCreateKeys } from './provider/keys.js';
 import { keyCipher } from './key-encryption.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { keepConnectionUsable } from './edge/connection.js';
+import { CookieSigner } from './cookie-signing.js';
 import { issuerHostOnly } from './edge/host.js';
 import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
@@ -165,7 +166,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   protocolOfIssuer(provider, config.issuer);
   providerUrlsFromIssuer(provider);
   // The provider is mounted into this app, so cookies it sets are signed with this app's keys.
-  app.keys = keys.cookieKeys;
+  app.keys = new CookieSigner(keys.cookieKeys);
   if (prometheus) app.use(requestMetrics(metrics));
   app.use(keepConnectionUsable);
   app.use(requestLog(logger));

@@ -9,6 +9,7 @@ import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
 import type { ProviderKeys } from './keys.js';
+import { CookieSigner } from '../cookie-signing.js';
 import type { ProviderPages } from './pages.js';
 
 /** The provider's endpoints, at the addresses the service's clients are configured with. */
@@ -172,7 +173,7 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     },
     cookies: {
       // The keys every instance shares (keys.ts), so any instance reads another's cookies.
-      keys: keys.cookieKeys,
+      keys: new CookieSigner(keys.cookieKeys),
       long: cookieOptions,
       short: cookieOptions,
       // The service's names (prefixed under https), which the site's pages read too.
