@@ -8,6 +8,7 @@ import { listUserAudit } from '../db/audit.js';
 import { MAX_ID } from '../ids.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { digest, generateToken } from '../tokens.js';
+import { changing } from './change-versions.js';
 import * as rules from './rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 
@@ -96,6 +97,8 @@ export async function reportedTokensOf(db: Knex, userId: number): Promise<Array<
   return rows.map((row) => ({ name: row.target, revokedAt: new Date(row.created_at).toISOString() }));
 }
 
+/** Deletes the token; an instance that cached it (change-versions.ts) refuses it from the next request. */
 export async function revokeAccessToken(db: Knex, userId: number, id: number): Promise<void> {
-  if ((await tokens.deleteAccessToken(db, userId, id)) === 0) throw new NotFoundError('no such access token');
+  const deleted = await changing(db, [`pat:${id}`], () => tokens.deleteAccessToken(db, userId, id));
+  if (deleted === 0) throw new NotFoundError('no such access token');
 }

@@ -5,7 +5,7 @@ import { oauthPartiesActive } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now } from '../time.js';
-import { changeVersionsOf } from './change-versions.js';
+import { changeVersionsOf, type Subject } from './change-versions.js';
 import type { PersonalTokenLimits } from './context.js';
 import { lifetimeMs } from '../policies/token-lifetime.js';
 
@@ -35,6 +35,8 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
     return oauthPartiesActive(deps.db, clientId, Number(userId));
   });
 
+  const personalTokens = personalTokenLookup(deps.db);
+
   return {
     async oauth(value: string): Promise<TokenOwner | undefined> {
       const token = await deps.provider.AccessToken.find(value);
@@ -48,18 +50,13 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
     },
 
     async personal(tokenDigest: string): Promise<TokenOwner | undefined> {
-      const row = await findBearerTokenByDigest(deps.db, tokenDigest);
-      if (!row || row.disabled_at) return undefined;
-      if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) return undefined;
-      recordUse(row.id, () => touchAccessToken(deps.db, row.id, now()));
-      // Only a token limited to some groups costs a second query.
-      const groups = row.groups_limited ? new Set(await groupIdsOfToken(deps.db, row.id)) : undefined;
-      return {
-        userId: Number(row.user_id),
-        scopes: new Set(row.scopes.split(' ')),
-        kind: 'personal',
-        personal: { tokenId: Number(row.id), groups, lifetimeMs: lifetimeMs(row.created_at, row.expires_at) },
-      };
+      const found = await personalTokens.find(tokenDigest);
+      if (!found || found.disabled) return undefined;
+      if (found.expiresAtMs !== undefined && found.expiresAtMs <= Date.now()) return undefined;
+      const { owner } = found;
+      const tokenId = owner.personal!.tokenId;
+      recordUse(tokenId, () => touchAccessToken(deps.db, tokenId, now()));
+      return owner;
     },
 
     /**
@@ -78,3 +75,58 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
     },
   };
 }
+
+/** A personal token as the bearer check reads it: who it acts as, and what ends it. */
+interface PersonalToken {
+  owner: TokenOwner;
+  /** Its user is disabled. */
+  disabled: boolean;
+  expiresAtMs: number | undefined;
+}
+
+async function loadPersonalToken(db: Knex, tokenDigest: string): Promise<PersonalToken | undefined> {
+  const row = await findBearerTokenByDigest(db, tokenDigest);
+  if (!row) return undefined;
+  // Only a token limited to some groups costs a second query.
+  const groups = row.groups_limited ? new Set(await groupIdsOfToken(db, row.id)) : undefined;
+  return {
+    owner: {
+      userId: Number(row.user_id),
+      scopes: new Set(row.scopes.split(' ')),
+      kind: 'personal',
+      personal: { tokenId: Number(row.id), groups, lifetimeMs: lifetimeMs(row.created_at, row.expires_at) },
+    },
+    disabled: Boolean(row.disabled_at),
+    expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : undefined,
+  };
+}
+
+/**
+ * Personal tokens by digest. With Redis, a token is kept beside the versions of itself and of its
+ * user (see `change-versions.ts`): revoking it (its user, or a leak report) replaces the first;
+ * disabling, enabling or deleting the user the second. A digest's token and user never change
+ * (a token is never edited, only deleted), so which versions guard a digest is learnt from its
+ * first lookup; that lookup is made again under the versions just read, so a revocation between
+ * the two is never cached. Digests that find nothing are not remembered.
+ */
+function personalTokenLookup(db: Knex): { find(tokenDigest: string): Promise<PersonalToken | undefined> } {
+  const versions = changeVersionsOf(db);
+  if (!versions) return { find: (tokenDigest) => loadPersonalToken(db, tokenDigest) };
+  const cache = versions.cache((tokenDigest) => loadPersonalToken(db, tokenDigest));
+  const guards = new Map<string, readonly Subject[]>();
+  return {
+    async find(tokenDigest) {
+      let subjects = guards.get(tokenDigest);
+      if (!subjects) {
+        const first = await loadPersonalToken(db, tokenDigest);
+        if (!first) return undefined;
+        subjects = [`pat:${first.owner.personal!.tokenId}`, `user:${first.owner.userId}`];
+        if (guards.size >= MAX_GUARDED_DIGESTS) guards.clear();
+        guards.set(tokenDigest, subjects);
+      }
+      return cache.get(tokenDigest, subjects);
+    },
+  };
+}
+
+const MAX_GUARDED_DIGESTS = 10_000;

@@ -5,13 +5,14 @@ import type { RedisClient } from '../storage.js';
 /**
  * Revocation-safe caches, with Redis, for the lookups made on nearly every request: an
  * application's client record and the account behind a token request (token endpoint, authorize,
- * userinfo), and "the application still exists and the user is not disabled" (API calls with an
- * OAuth token).
+ * userinfo), "the application still exists and the user is not disabled" (API calls with an
+ * OAuth token), and a personal access token with its user's state (API calls with an `ha_` token).
  *
- * Every application and every user has a version in Redis, a random value replaced whenever
- * something a cache holds about it changes (an application edited or deleted, a secret added or
- * deleted, a group deleted with its applications, an account disabled, enabled, deleted, renamed
- * or re-addressed, an address verified). An
+ * Every application, user and personal access token has a version in Redis, a random value
+ * replaced whenever something a cache holds about it changes (an application edited or deleted, a
+ * secret added or deleted, a group deleted with its applications, an account disabled, enabled,
+ * deleted, renamed or re-addressed, an address verified, a personal token revoked by its user or
+ * by a leak report). An
  * instance keeps what it read from SQL beside the versions it read just before, and uses it only
  * while the versions in Redis are still those: the version is read on every use, in the same
  * write to Redis as the request's other commands, so a change made on one instance is seen by the
@@ -29,7 +30,8 @@ const MAX_ENTRIES = 10_000;
 const VERSION_TTL_S = 24 * 3600;
 const FAILED_LOOKUP_MS = 1000;
 
-export type Subject = `app:${string}` | `user:${number}`;
+/** An application (by client id), a user, or a personal access token (by id). */
+export type Subject = `app:${string}` | `user:${number}` | `pat:${number}`;
 
 interface Entry<T> {
   versions: Array<string | null>;

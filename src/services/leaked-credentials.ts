@@ -62,11 +62,13 @@ export async function revokeReportedCredentials(deps: Deps, input: unknown, ip: 
 async function revokePersonalToken(db: Knex, value: string, ip: string | null): Promise<void> {
   const row = await findAccessTokenByDigest(db, digest(value));
   if (!row) return;
-  await db.transaction(async (trx) => {
-    if ((await deleteAccessToken(trx, Number(row.user_id), row.id)) !== 1) return;
-    const at = now();
-    await recordAudit(trx, { groupId: null, userId: Number(row.user_id), actorId: null, action: REPORTED_TOKEN_ACTION, target: row.name, details: { reportedAt: at }, ip }, at);
-  });
+  await changing(db, [`pat:${row.id}`], () =>
+    db.transaction(async (trx) => {
+      if ((await deleteAccessToken(trx, Number(row.user_id), row.id)) !== 1) return;
+      const at = now();
+      await recordAudit(trx, { groupId: null, userId: Number(row.user_id), actorId: null, action: REPORTED_TOKEN_ACTION, target: row.name, details: { reportedAt: at }, ip }, at);
+    }),
+  );
 }
 
 async function revokeClientSecret(db: Knex, value: string, ip: string | null): Promise<void> {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
+import { listAccessTokens } from '../../src/db/access-tokens.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { call, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { freePort, waitFor } from '../helpers/app.js';
@@ -222,6 +223,24 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       expect(page.status, page.text).to.equal(400);
       expect(page.headers.get('location')).to.equal(null);
       expect(errorMessage(page.text)).to.match(/client/i);
+    });
+
+    it('refuses a personal token its user revoked at the other instance, and one reported there as leaked', async () => {
+      const user = await makeUser(database.db);
+      const [revoked, leaked, kept] = [await personalToken(database.db, user.id, { name: 'revoked' }), await personalToken(database.db, user.id, { name: 'leaked' }), await personalToken(database.db, user.id, { name: 'kept' })];
+      await warmApi(revoked, leaked, kept);
+
+      const { id } = (await listAccessTokens(database.db, user.id)).find((t) => t.name === 'revoked')!;
+      const settings = await signIn(atA(), user);
+      await settings.submit(`/account/settings/tokens/${id}/revoke`).expect(302, '/account/settings/tokens?notice=token-revoked');
+      expectInvalidToken({ url: issuer }, await apiAtB(revoked));
+
+      const reported = await call({ url: atA() }, '/apis/v2/credentials/revoke', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ credentials: [leaked] }) });
+      expect(reported.status, reported.text).to.equal(202);
+      expectInvalidToken({ url: issuer }, await apiAtB(leaked));
+
+      // The user's other token is untouched.
+      expect((await apiAtB(kept)).status).to.equal(200);
     });
 
     it('refuses the OAuth and personal tokens of an account an administrator disabled at the other instance', async () => {
