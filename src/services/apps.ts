@@ -8,7 +8,7 @@ import { recordAudit } from '../db/audit.js';
 import { isClientId } from '../ids.js';
 import { now } from '../time.js';
 import { digest, generateToken } from '../tokens.js';
-import { changing } from './change-versions.js';
+import { changeVersionsOf, changing, type VersionedCache } from './change-versions.js';
 import { auditActorId, changedFields, type Actor } from './context.js';
 import { revokeGrant } from './grants.js';
 import { accessGroup, requireGroupAction, type GroupAccess } from './groups.js';
@@ -239,9 +239,31 @@ export async function revokeGrants(db: Knex, provider: Provider, grantIds: reado
   }
 }
 
-/** What the consent page shows of an application: its fields and its group's name; 404 once it is gone. */
-export async function consentSubject(db: Knex, clientId: string): Promise<{ app: apps.AppRow; groupName: string }> {
-  const found = isClientId(clientId) ? await apps.findAppWithGroupName(db, clientId) : undefined;
+type ConsentSubject = { app: apps.AppRow; groupName: string };
+
+const consentSubjects = new WeakMap<Knex, VersionedCache<ConsentSubject | undefined>>();
+
+/**
+ * The consent subjects of `db`'s process, cached under the application's version when it has Redis
+ * (see `change-versions.ts`): an edit or deletion of the application, and a new name of its group,
+ * replace it.
+ */
+function consentSubjectCache(db: Knex): VersionedCache<ConsentSubject | undefined> | undefined {
+  let cache = consentSubjects.get(db);
+  if (!cache) {
+    cache = changeVersionsOf(db)?.cache((clientId) => apps.findAppWithGroupName(db, clientId));
+    if (cache) consentSubjects.set(db, cache);
+  }
+  return cache;
+}
+
+/**
+ * What the sign-in and consent pages of a flow show of an application: its fields and its group's
+ * name; 404 once it is gone.
+ */
+export async function consentSubject(db: Knex, clientId: string): Promise<ConsentSubject> {
+  const cache = consentSubjectCache(db);
+  const found = !isClientId(clientId) ? undefined : cache ? await cache.get(clientId, [`app:${clientId}`]) : await apps.findAppWithGroupName(db, clientId);
   if (!found) throw new NotFoundError('this application no longer exists');
   return found;
 }

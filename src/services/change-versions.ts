@@ -6,13 +6,14 @@ import type { RedisClient } from '../storage.js';
  * Revocation-safe caches, with Redis, for the lookups made on nearly every request: an
  * application's client record and the account behind a token request (token endpoint, authorize,
  * userinfo), "the application still exists and the user is not disabled" (API calls with an
- * OAuth token), and a personal access token with its user's state (API calls with an `ha_` token).
+ * OAuth token), a personal access token with its user's state (API calls with an `ha_` token),
+ * and the application and group names a flow's sign-in and consent pages show.
  *
  * Every application, user and personal access token has a version in Redis, a random value
  * replaced whenever something a cache holds about it changes (an application edited or deleted, a
  * secret added or deleted, a group deleted with its applications, an account disabled, enabled,
  * deleted, renamed or re-addressed, an address verified, a personal token revoked by its user or
- * by a leak report). An
+ * by a leak report, a group renamed: its applications). An
  * instance keeps what it read from SQL beside the versions it read just before, and uses it only
  * while the versions in Redis are still those: the version is read on every use, in the same
  * write to Redis as the request's other commands, so a change made on one instance is seen by the

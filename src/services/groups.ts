@@ -9,6 +9,8 @@ import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canGroup, type GroupAction } from '../policies/group.js';
 import { auditActorId, changedFields, type Actor, type PersonalTokenLimits } from './context.js';
 import { capInWords, comparableLifetimeMs, exceedsCap, lifetimeInWords, maxLifetimeDays } from '../policies/token-lifetime.js';
+import { clientIdsOfGroup } from '../db/apps.js';
+import { changing } from './change-versions.js';
 import * as rules from './rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from './submissions.js';
 import { hasTwoFactor } from './two-factor.js';
@@ -189,11 +191,15 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
     },
     { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor, personalTokenMaxLifetimeDays: capInWords(cap) },
   );
-  await db.transaction(async (trx) => {
-    const at = now();
-    await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, personalTokenMaxLifetimeDays: cap, at });
-    await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
-  });
+  const update = () =>
+    db.transaction(async (trx) => {
+      const at = now();
+      await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, personalTokenMaxLifetimeDays: cap, at });
+      await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
+    });
+  // The sign-in and consent pages name an application's group, and cache it under the application's version.
+  if (data.name === group.name) await update();
+  else await changing(db, async () => (await clientIdsOfGroup(db, group.id)).map((id) => `app:${id}` as const), update);
 }
 
 const newMemberSchema = z.object({

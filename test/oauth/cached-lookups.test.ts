@@ -7,14 +7,14 @@ import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
 import { makeClient, personalToken } from '../helpers/factories.js';
-import { authorize, oauthTokens, tokenRequest } from '../helpers/oauth.js';
+import { authorize, authorizeUrl, oauthTokens, tokenRequest } from '../helpers/oauth.js';
 
 const ADMIN = { userId: 0, ip: null, admin: true };
 
 /**
- * With Redis, clients and accounts are cached per instance (src/services/change-versions.ts):
- * each test first makes the instance read what it then changes, and checks the very next request
- * sees the change. (Revocations across two instances: test/interop/two-instances.test.ts.)
+ * With Redis, clients, accounts and the application a flow's pages show are cached per instance
+ * (src/services/change-versions.ts): each test first makes the instance read what it then
+ * changes, and checks the very next request sees the change. (Revocations across two instances: test/interop/two-instances.test.ts.)
  */
 describeEachProfile('what the provider has read is fresh after a change', (profile) => {
   const idp = useIdp(profile);
@@ -29,6 +29,16 @@ describeEachProfile('what the provider has read is fresh after a change', (profi
     const back = await authorize(new Browser(idp.url), { ...client, redirectUri: moved }, client.user);
     expect(`${back.origin}${back.pathname}`).to.equal(moved);
     expect(back.searchParams.get('code')).to.be.a('string');
+  });
+
+  it("names a group's new name on the flow's sign-in page at once", async () => {
+    const client = await makeClient(idp.db);
+    const signInPage = async () => (await new Browser(idp.url).follow(authorizeUrl(idp.url, client)).expect(200)).text;
+    expect(await signInPage()).to.include(`an application of the group <strong>${client.group.name}</strong>`);
+    const manage = await personalToken(idp.db, client.user.id, { scopes: ['groups:read-write'] });
+    const renamed = await call(idp, `/apis/v2/groups/${client.group.id}`, { token: manage, method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Renamed Group' }) });
+    expect(renamed.status, renamed.text).to.equal(200);
+    expect(await signInPage()).to.include('an application of the group <strong>Renamed Group</strong>');
   });
 
   it("shows an account's new name and address at userinfo at once", async () => {
