@@ -9,7 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * cookies, so that was three HMACs and a random draw per cookie.
  */
 export class CookieSigner {
-  constructor(private readonly keys: readonly string[]) {
+  constructor(readonly keys: readonly string[]) {
     if (!keys.length) throw new Error('at least one cookie key is needed');
   }
 

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import { main } from '../../src/cli/main.js';
+import type { CookieSigner } from '../../src/cookie-signing.js';
 import { loadOrCreateKeys } from '../../src/provider/keys.js';
 import { describeEachProfile, startIdp, type Profile } from '../helpers/app.js';
 import { freshDatabase } from '../helpers/db.js';
@@ -18,7 +19,7 @@ async function keysOfAnInstance(profile: Profile, t: TestDatabase, env: Record<s
   const server = await startIdp(profile, env, t);
   try {
     const jwks = (await (await fetch(`${server.url}/login/oauth/jwks`)).json()) as { keys: Array<{ kid: string }> };
-    return { kids: jwks.keys.map((k) => k.kid), cookieKeys: server.idp.app.keys as string[] };
+    return { kids: jwks.keys.map((k) => k.kid), cookieKeys: [...(server.idp.app.keys as unknown as CookieSigner).keys] };
   } finally {
     await server.stop();
   }
