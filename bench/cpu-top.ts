@@ -14,23 +14,25 @@ interface Node {
 }
 
 const { values, positionals } = parseArgs({
-  options: { top: { type: 'string', default: '25' }, callers: { type: 'string' }, skip: { type: 'string', default: '0' } },
+  options: { top: { type: 'string', default: '25' }, callers: { type: 'string' }, skip: { type: 'string', default: '0' }, until: { type: 'string' } },
   allowPositionals: true,
 });
 const file = positionals[0];
 if (!file) {
-  process.stderr.write('usage: npx tsx bench/cpu-top.ts <file.cpuprofile> [--top 25] [--callers <function name>] [--skip <seconds of start-up>]\n');
+  process.stderr.write('usage: npx tsx bench/cpu-top.ts <file.cpuprofile> [--top 25] [--callers <function name>] [--skip <seconds of start-up>] [--until <seconds>]\n');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 const top = Number(values.top);
 
-// --skip leaves out the first seconds (module loading, migrations, key generation).
+// --skip leaves out the first seconds (module loading, migrations, key generation); --until the
+// samples after that many seconds from the start (to read one scenario of a profile of several).
+const until = values.until === undefined ? Infinity : Number(values.until) * 1e6;
 const selfMicros = new Map<number, number>();
 let elapsed = 0;
 profile.samples.forEach((id, i) => {
   elapsed += profile.timeDeltas[i] ?? 0;
-  if (elapsed >= Number(values.skip) * 1e6) selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  if (elapsed >= Number(values.skip) * 1e6 && elapsed < until) selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 });
 const total = [...selfMicros.values()].reduce((a, b) => a + b, 0);
 
