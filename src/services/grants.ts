@@ -63,6 +63,15 @@ export async function consentToGrant(db: Knex, provider: Provider, consent: Cons
     return grant.save();
   };
 
+  // A flow that found no grant when it was authorized (none listed for the user then) most likely
+  // finds none listed now: list a new one at once, and read the listing only when another consent
+  // listed one first (this grant, which never issued a thing, then goes).
+  if (!consent.flowGrantId) {
+    const grant = new provider.Grant({ accountId, clientId });
+    const grantId = await extend(grant);
+    if (await insertUserGrant(db, { userId, clientId, grantId, scopes: grant.getOIDCScope() ?? '', at: now() })) return grantId;
+    await grant.destroy();
+  }
   // Bounded: each retry means another consent or a revoke changed the row in between.
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const row = await findUserGrant(db, userId, clientId);
