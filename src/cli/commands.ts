@@ -77,10 +77,11 @@ async function userCreate({ db, flags, stdin }: CommandContext): Promise<Command
   };
 }
 
-async function userSetAdmin({ db, flags }: CommandContext): Promise<CommandResult> {
+async function userSetAdmin({ db, flags, config }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.argument(), 'username');
   const admin = !flags.has('off');
-  const changed = await setSiteAdmin(db, ADMIN, user, admin);
+  // With Redis, so that running instances stop (or start) treating the account as an administrator at once.
+  const changed = await withRedis(config, db, () => setSiteAdmin(db, ADMIN, user, admin));
   const now = admin ? 'a site administrator' : 'not a site administrator';
   return {
     json: { username: user.username, admin, changed },

@@ -26,11 +26,13 @@ const WRONG_PASSWORD = 'The current password is incorrect.';
 /**
  * Checks the account's current password as the sign-in forms do (limits first, then the hash in
  * the bounded queue); a ValidationError on `field` when it is wrong. A 429 or 503 passes through.
+ * Returns the account's row as read for the check (the hash that was verified, not a cached one).
  */
-export async function confirmPassword(deps: SignInDeps, user: UserRow, password: string, ip: string, field: string): Promise<void> {
+export async function confirmPassword(deps: SignInDeps, user: UserRow, password: string, ip: string, field: string): Promise<UserRow> {
   if (!password) throw new ValidationError(field, 'Enter your current password.');
   const confirmed = await signIn(deps, { login: user.username, password, ip });
   if (confirmed?.id !== user.id) throw new ValidationError(field, WRONG_PASSWORD);
+  return confirmed;
 }
 
 const profileSchema = z.object({ name: rules.personName, email: rules.email });
@@ -94,10 +96,11 @@ export async function changePassword(
   }
   if (!change.currentPassword) problems.push({ field: 'current_password', message: 'Enter your current password.' });
   if (problems.length) throw rules.invalidFields(problems);
-  await confirmPassword(deps, user, change.currentPassword, context.ip, 'current_password');
+  const checked = await confirmPassword(deps, user, change.currentPassword, context.ip, 'current_password');
   const hash = await deps.kdf.hash(change.password);
   // Only over the hash that was just checked: a password changed meanwhile (another tab, a reset) wins.
-  if (!(await replacePasswordHash(deps.db, user.id, user.password_hash, hash))) {
+  const replaced = await changing(deps.db, [`user:${user.id}`], () => replacePasswordHash(deps.db, user.id, checked.password_hash, hash));
+  if (!replaced) {
     throw new ValidationError('current_password', 'Your password was changed meanwhile. Reload the page and try again.');
   }
   await signOutEverywhere(deps, user.id, { except: context.currentSessionUid });

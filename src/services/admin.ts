@@ -65,11 +65,14 @@ export function siteAuditLog(db: Knex, page: { limit: number; offset: number }):
 /** Makes a user a site administrator, or no longer one; false when it already was so. */
 export async function setSiteAdmin(db: Knex, actor: Actor, user: UserRow, admin: boolean): Promise<boolean> {
   if (Boolean(user.is_admin) === admin) return false;
-  await db.transaction(async (trx) => {
-    const at = now();
-    await setUserAdmin(trx, user.id, admin);
-    await recordSiteAudit(trx, actor, admin ? 'user.admin.grant' : 'user.admin.revoke', user, at);
-  });
+  // Pages cache the signed-in account: a new version makes every instance read the change at once.
+  await changing(db, [`user:${user.id}`], () =>
+    db.transaction(async (trx) => {
+      const at = now();
+      await setUserAdmin(trx, user.id, admin);
+      await recordSiteAudit(trx, actor, admin ? 'user.admin.grant' : 'user.admin.revoke', user, at);
+    }),
+  );
   return true;
 }
 

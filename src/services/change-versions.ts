@@ -7,17 +7,18 @@ import type { RedisClient } from '../storage.js';
  * application's client record and the account behind a token request (token endpoint, authorize,
  * userinfo), "the application still exists and the user is not disabled" (API calls with an
  * OAuth token), a personal access token with its user's state (API calls with an `ha_` token),
- * and the application and group names a flow's sign-in and consent pages show.
+ * the application and group names a flow's sign-in and consent pages show, and the signed-in
+ * account every page loads.
  *
  * Every application, user and personal access token has a version in Redis, a random value
  * replaced whenever something a cache holds about it changes (an application edited or deleted, a
  * secret added or deleted, a group deleted with its applications, an account disabled, enabled,
- * deleted, renamed or re-addressed, an address verified, a personal token revoked by its user or
- * by a leak report, a group renamed: its applications). An
- * instance keeps what it read from SQL beside the versions it read just before, and uses it only
- * while the versions in Redis are still those: the version is read on every use, in the same
- * write to Redis as the request's other commands, so a change made on one instance is seen by the
- * very next request on every other. A cached entry is also dropped after MAX_AGE_MS, so that even
+ * deleted, renamed or re-addressed, an address verified, a password changed, reset or rehashed,
+ * site administration given or taken, a personal token revoked by its user or by a leak report, a
+ * group renamed: its applications). An instance keeps what it read from SQL beside the versions
+ * it read just before, and uses it only while the versions in Redis are still those: the version
+ * is read on every use, in the same write to Redis as the request's other commands, so a change
+ * made on one instance is seen by the very next request on every other. A cached entry is also dropped after MAX_AGE_MS, so that even
  * a version lost with Redis's data cannot keep a stale entry alive for longer.
  *
  * Writers replace the version before their SQL change (a Redis that cannot be written stops the

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { findUserById, findUserByLogin, setPasswordHash, type UserRow } from '../db/users.js';
 import { ValidationError } from '../errors.js';
 import { now } from '../time.js';
+import { changing } from './change-versions.js';
 import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { KdfQueue } from './passwords.js';
@@ -70,11 +71,13 @@ export async function resetPassword(
   rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: input.password });
   if (input.confirmation !== input.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
   const hash = await deps.kdf.hash(input.password);
-  await deps.db.transaction(async (trx) => {
-    await useLink(trx, 'reset-password', input.token);
-    await setPasswordHash(trx, user.id, hash, now());
-    await retireLinks(trx, user.id, 'reset-password');
-  });
+  await changing(deps.db, [`user:${user.id}`], () =>
+    deps.db.transaction(async (trx) => {
+      await useLink(trx, 'reset-password', input.token);
+      await setPasswordHash(trx, user.id, hash, now());
+      await retireLinks(trx, user.id, 'reset-password');
+    }),
+  );
   await signOutEverywhere(deps, user.id);
   return user;
 }

@@ -5,6 +5,7 @@ import { findUserById, findUserByLogin, findUserByUsername, insertUser, replaceP
 import { isUniqueViolation } from '../db/knex.js';
 import { isDisabled } from '../policies/site.js';
 import { now } from '../time.js';
+import { changeVersionsOf, changing, type VersionedCache } from './change-versions.js';
 import type { Limits } from './limits.js';
 import { decoyHash, hashPassword, needsRehash, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
@@ -94,7 +95,7 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   if (needsRehash(user.password_hash)) {
     // Best effort: a busy queue leaves the old hash for the next sign-in.
     const rehashed = await kdf.hash(password).catch(() => undefined);
-    if (rehashed) await replacePasswordHash(db, user.id, user.password_hash, rehashed);
+    if (rehashed) await changing(db, [`user:${user.id}`], () => replacePasswordHash(db, user.id, user.password_hash, rehashed));
   }
   return user;
 }
@@ -105,7 +106,30 @@ export function userById(db: Knex, id: number): Promise<UserRow | undefined> {
 }
 
 /** The user a session is signed in as; undefined once the account is gone or while it is disabled. */
+const signedInUsers = new WeakMap<Knex, VersionedCache<UserRow | undefined>>();
+
+/**
+ * The signed-in user of `db`'s process, cached under the account's version when it has Redis (see
+ * `change-versions.ts`): every change of the row replaces it (name, address, verification,
+ * password, site administrator, disabled, deleted), so a page never acts on a stale account on
+ * any instance. An entry is frozen: it is shared by the requests that use it.
+ */
+function signedInUserCache(db: Knex): VersionedCache<UserRow | undefined> | undefined {
+  let cache = signedInUsers.get(db);
+  if (!cache) {
+    cache = changeVersionsOf(db)?.cache(async (key) => {
+      const user = await findUserById(db, Number(key));
+      return user && !isDisabled(user) ? Object.freeze(user) : undefined;
+    });
+    if (cache) signedInUsers.set(db, cache);
+  }
+  return cache;
+}
+
+/** The account of a session: undefined once it is gone or while it is disabled. */
 export async function signedInUserById(db: Knex, id: number): Promise<UserRow | undefined> {
+  const cache = signedInUserCache(db);
+  if (cache) return cache.get(String(id), [`user:${id}`]);
   const user = await findUserById(db, id);
   return user && !isDisabled(user) ? user : undefined;
 }

@@ -243,6 +243,20 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       expect((await apiAtB(kept)).status).to.equal(200);
     });
 
+    it("shows on the other instance's pages, at once, the name an account gave itself at this one", async () => {
+      const user = await makeUser(database.db);
+      const site = await signIn(atA(), user);
+      const profileAtB = async () => {
+        const page = await atB('/account/settings/profile', { headers: { cookie: site.cookieHeader() } });
+        expect(page.status, page.text.slice(0, 300)).to.equal(200);
+        return /id="name"[^>]*value="([^"]*)"/.exec(page.text)?.[1];
+      };
+      for (let i = 0; i < 3; i += 1) expect(await profileAtB()).to.equal(user.name);
+      await site.get('/account/settings/profile').expect(200);
+      await site.submit('/account/settings/profile', { name: 'Renamed At A', email: user.email }).expect(302, '/account/settings/profile?notice=profile-saved');
+      expect(await profileAtB()).to.equal('Renamed At A');
+    });
+
     it('refuses the OAuth and personal tokens of an account an administrator disabled at the other instance', async () => {
       const client = await makeClient(database.db);
       const user = await makeUser(database.db);
