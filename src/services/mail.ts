@@ -40,7 +40,7 @@ function template(file: string): ejs.TemplateFunction {
   let fn = compiled.get(file);
   if (!fn) {
     const filename = join(VIEWS, 'mail', file);
-    fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS });
+    fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS, cache: true });
     compiled.set(file, fn);
   }
   return fn;

@@ -10,7 +10,9 @@ function template(view: string): ejs.TemplateFunction {
   let fn = templates.get(view);
   if (!fn) {
     const filename = join(VIEWS, `${view}.ejs`);
-    // cache: the partials a page includes are compiled once too, not on every render.
+    // cache: the partials a page includes are compiled once too, not on every render. Views name
+    // their partials from views/ (`include('/_field')`): ejs resolves those against `root` alone,
+    // where a relative include costs a file-system lookup (existsSync) on every render.
     fn = ejs.compile(readFileSync(filename, 'utf8'), { filename, root: VIEWS, cache: true });
     templates.set(view, fn);
   }
