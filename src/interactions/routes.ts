@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
+import type { InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
 import { acrOf, isScope, SCOPES, splitScopes } from '../vocabulary.js';
@@ -28,7 +29,7 @@ function flowPage(uid: string) {
 
 /**
  * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
- * does: interactionDetails → prompt.name → interactionFinished. Pages are never cached.
+ * does: interactionDetails → prompt.name → the result (finish). Pages are never cached.
  */
 export function interactionRoutes(deps: WebDeps & { provider: Provider }): Router {
   const { provider, db } = deps;
@@ -113,8 +114,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
-    ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, signedIn(user.id, amrOf()), { mergeWithLastSubmission: false });
+    await finish(ctx, interaction, signedIn(user.id, amrOf()));
   });
 
   router.get('/two-factor', async (ctx) => {
@@ -130,8 +130,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', flowPage(interaction.uid));
     if (passed === 'failed') return;
     if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
-    ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, signedIn(passed.user.id, passed.amr), { mergeWithLastSubmission: false });
+    await finish(ctx, interaction, signedIn(passed.user.id, passed.amr));
   });
 
   router.post('/confirm', async (ctx) => {
@@ -148,8 +147,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
       scopes: missing.missingOIDCScope,
       claims: missing.missingOIDCClaims,
     });
-    ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+    await finish(ctx, interaction, { ...interaction.lastSubmission, consent: { grantId } });
   });
 
   // The address a passkey's answer posts to, opened on its own: the flow's current step.
@@ -170,8 +168,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
         : loginPage(interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
     );
     if (!answered) return;
-    ctx.respond = false;
-    await provider.interactionFinished(ctx.req, ctx.res, signedIn(answered.user.id, answered.amr), { mergeWithLastSubmission: false });
+    await finish(ctx, interaction, signedIn(answered.user.id, answered.amr));
   });
 
   // "Not you?": signs this browser out and asks the same authorization request again, so the
@@ -191,20 +188,31 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
   });
 
   router.post('/abort', async (ctx) => {
-    await details(ctx);
-    ctx.respond = false;
-    await provider.interactionFinished(
-      ctx.req,
-      ctx.res,
-      { error: 'access_denied', error_description: 'the user declined to authorize the application' },
-      { mergeWithLastSubmission: false },
-    );
+    const interaction = await details(ctx);
+    await finish(ctx, interaction, { error: 'access_denied', error_description: 'the user declined to authorize the application' });
   });
 
   return router;
 }
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/**
+ * What the library's interactionFinished does (the result saved on the interaction, then a 303 to
+ * the authorization request's resume address), on the interaction this request loaded already
+ * through interactionDetails, which checked it against its session. interactionFinished would
+ * find the interaction and its session again: two more reads of the store on every sign-in and
+ * consent. Resuming checks both once more.
+ */
+async function finish(ctx: Context, interaction: Interaction, result: InteractionResults): Promise<void> {
+  interaction.result = result;
+  await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
+  ctx.respond = false;
+  ctx.res.statusCode = 303;
+  ctx.res.setHeader('Location', interaction.returnTo);
+  ctx.res.setHeader('Content-Length', '0');
+  ctx.res.end();
+}
 
 /**
  * The authorization request that started the flow, as a same-site path: signing up, a mailed
