@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Role } from '../vocabulary.js';
 import { isPostgres } from './knex.js';
+import { hasTwoFactorColumn } from './two-factor.js';
 
 export interface GroupRow {
   id: number;
@@ -44,11 +45,6 @@ export interface TokenReach {
   tokenId: number;
   limited: boolean;
   lifetimeMs: number;
-}
-
-/** Whether the user in column `userColumn` has two-factor authentication on, as a 0/1 column. */
-function hasTwoFactorColumn(db: Knex, userColumn: string, as: string) {
-  return db.raw(`case when exists (select 1 from user_totp t where t.user_id = ${userColumn} and t.confirmed_at is not null) then 1 else 0 end as ${as}`);
 }
 
 export function findGroupById(db: Knex, id: number): Promise<GroupRow | undefined> {

@@ -7,6 +7,11 @@ export interface TotpRow {
   confirmed_at: string | Date | null;
 }
 
+/** Whether the user in column `userColumn` has two-factor authentication on, as a 0/1 column. */
+export function hasTwoFactorColumn(db: Knex, userColumn: string, as: string) {
+  return db.raw(`case when exists (select 1 from user_totp t where t.user_id = ${userColumn} and t.confirmed_at is not null) then 1 else 0 end as ${as}`);
+}
+
 export function findTotp(db: Knex, userId: number): Promise<TotpRow | undefined> {
   return db('user_totp').where({ user_id: userId }).first('user_id', 'secret', 'last_step', 'confirmed_at');
 }

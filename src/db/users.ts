@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { hasTwoFactorColumn } from './two-factor.js';
 
 export interface UserRow {
   id: number;
@@ -26,11 +27,17 @@ export function findUserByUsername(db: Knex, username: string): Promise<UserRow 
   return db('users').where({ username_key: username.toLowerCase() }).first(COLUMNS);
 }
 
-/** Sign-in accepts a username or an email; an "@" can only be in an email. */
-export function findUserByLogin(db: Knex, login: string): Promise<UserRow | undefined> {
+/** A user as a password sign-in reads it: with whether two-factor authentication is on (0 or 1). */
+export type LoginRow = UserRow & { two_factor: number | boolean };
+
+/**
+ * Sign-in accepts a username or an email; an "@" can only be in an email. The row says, in the
+ * same statement, whether the account asks for a second factor.
+ */
+export function findUserByLogin(db: Knex, login: string): Promise<LoginRow | undefined> {
   const key = login.trim().toLowerCase();
   const column = key.includes('@') ? 'email_key' : 'username_key';
-  return db('users').where({ [column]: key }).first(COLUMNS);
+  return db('users').where({ [column]: key }).first([...COLUMNS, hasTwoFactorColumn(db, 'users.id', 'two_factor')]);
 }
 
 export async function insertUser(

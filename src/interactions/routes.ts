@@ -113,7 +113,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
     const page = { ...(await loginPage(interaction)), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
-    if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
+    if (secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
     await finish(ctx, interaction, signedIn(user.id, amrOf()));
   });
 

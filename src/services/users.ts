@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { findUserById, findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type UserRow } from '../db/users.js';
+import { findUserById, findUserByLogin, findUserByUsername, insertUser, replacePasswordHash, userTakenField, type LoginRow, type UserRow } from '../db/users.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { isDisabled } from '../policies/site.js';
 import { now } from '../time.js';
@@ -73,7 +73,7 @@ export class AccountDisabledError extends AppError {
  * disabled account is refused with AccountDisabledError, only once the password was right, so
  * the refusal tells nothing to someone guessing.
  */
-export async function signIn(deps: SignInDeps, attempt: { login: string; password: string; ip: string }): Promise<UserRow | undefined> {
+export async function signIn(deps: SignInDeps, attempt: { login: string; password: string; ip: string }): Promise<LoginRow | undefined> {
   const { db, limits, kdf } = deps;
   const login = attempt.login.trim();
   const { password, ip } = attempt;

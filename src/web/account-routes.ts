@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { UserRow } from '../db/users.js';
+import type { LoginRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { AccountDisabledError, signIn, signUp } from '../services/users.js';
 import { sendVerificationInBackground } from '../services/verification.js';
@@ -35,7 +35,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     const returnTo = safeReturnTo(form.return_to);
-    if (await secondFactor.needed(ctx, user, 'site')) return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(returnTo)}`);
+    if (secondFactor.needed(ctx, user, 'site')) return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(returnTo)}`);
     await deps.sessions.signIn(ctx, user.id, amrOf());
     ctx.redirect(returnTo);
   });
@@ -101,7 +101,7 @@ export async function signInOrExplain(
   deps: WebDeps,
   form: Record<string, string>,
   page: { title: string } & Record<string, unknown>,
-): Promise<UserRow | undefined> {
+): Promise<LoginRow | undefined> {
   try {
     const user = await signIn(deps, { login: form.login ?? '', password: form.password ?? '', ip: ctx.ip });
     // A right password is counted once the second step is known (SecondFactorStep.needed).

@@ -1,9 +1,9 @@
 import type { Context } from 'koa';
 import { cookieNames } from '../cookie-names.js';
-import type { UserRow } from '../db/users.js';
+import type { LoginRow, UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { listPasskeys } from '../services/passkeys.js';
-import { hasTwoFactor, verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
+import { verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import type { WebDeps } from './context.js';
 import { render } from './render.js';
@@ -49,11 +49,12 @@ export class SecondFactorStep {
   }
 
   /**
-   * After a right password: when the account has two-factor on, remembers the sign-in and returns
-   * true; the caller then sends the browser to the page asking for the code. False: sign in now.
+   * After a right password: when the account has two-factor on (as the sign-in read it, with the
+   * account), remembers the sign-in and returns true; the caller then sends the browser to the
+   * page asking for the code. False: sign in now.
    */
-  async needed(ctx: Context, user: UserRow, place: SignInPlace): Promise<boolean> {
-    if (!(await hasTwoFactor(this.deps.db, user.id))) {
+  needed(ctx: Context, user: LoginRow, place: SignInPlace): boolean {
+    if (!user.two_factor) {
       this.deps.metrics.signIn('success');
       return false;
     }
