@@ -105,33 +105,37 @@ export function userById(db: Knex, id: number): Promise<UserRow | undefined> {
   return findUserById(db, id);
 }
 
-/** The user a session is signed in as; undefined once the account is gone or while it is disabled. */
 const signedInUsers = new WeakMap<Knex, VersionedCache<UserRow | undefined>>();
 
+/** The account's row, unless it is gone or disabled. */
+async function activeUser(db: Knex, id: number): Promise<UserRow | undefined> {
+  const user = await findUserById(db, id);
+  return user && !isDisabled(user) ? user : undefined;
+}
+
 /**
- * The signed-in user of `db`'s process, cached under the account's version when it has Redis (see
+ * The accounts of `db`'s process (the pages' signed-in user, the provider's account at authorize,
+ * the token endpoint and userinfo), cached under the account's version when it has Redis (see
  * `change-versions.ts`): every change of the row replaces it (name, address, verification,
- * password, site administrator, disabled, deleted), so a page never acts on a stale account on
- * any instance. An entry is frozen: it is shared by the requests that use it.
+ * password, site administration, disabled, deleted), so nothing acts on a stale account on any
+ * instance. An entry is frozen: it is shared by the requests that use it.
  */
 function signedInUserCache(db: Knex): VersionedCache<UserRow | undefined> | undefined {
   let cache = signedInUsers.get(db);
   if (!cache) {
     cache = changeVersionsOf(db)?.cache(async (key) => {
-      const user = await findUserById(db, Number(key));
-      return user && !isDisabled(user) ? Object.freeze(user) : undefined;
+      const user = await activeUser(db, Number(key));
+      return user && Object.freeze(user);
     });
     if (cache) signedInUsers.set(db, cache);
   }
   return cache;
 }
 
-/** The account of a session: undefined once it is gone or while it is disabled. */
-export async function signedInUserById(db: Knex, id: number): Promise<UserRow | undefined> {
+/** The user a session is signed in as; undefined once the account is gone or while it is disabled. */
+export function signedInUserById(db: Knex, id: number): Promise<UserRow | undefined> {
   const cache = signedInUserCache(db);
-  if (cache) return cache.get(String(id), [`user:${id}`]);
-  const user = await findUserById(db, id);
-  return user && !isDisabled(user) ? user : undefined;
+  return cache ? cache.get(String(id), [`user:${id}`]) : activeUser(db, id);
 }
 
 export async function requireUserByUsername(db: Knex, username: string, field = 'user'): Promise<UserRow> {
