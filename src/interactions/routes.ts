@@ -198,15 +198,15 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
 /**
- * What the library's interactionFinished does (the result saved on the interaction, then a 303 to
- * the authorization request's resume address), on the interaction this request loaded already
- * through interactionDetails, which checked it against its session. interactionFinished would
- * find the interaction and its session again: two more reads of the store on every sign-in and
- * consent. Resuming checks both once more.
+ * What the library's interactionFinished does (the result saved on the interaction for the rest
+ * of its lifetime, then a 303 to the authorization request's resume address), on the interaction
+ * this request loaded already through interactionDetails, which checked it against its session.
+ * interactionFinished would find the interaction and its session again: two more reads of the
+ * store on every sign-in and consent. Resuming checks both once more.
  */
 async function finish(ctx: Context, interaction: Interaction, result: InteractionResults): Promise<void> {
   interaction.result = result;
-  await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
+  await interaction.persist();
   ctx.respond = false;
   ctx.res.statusCode = 303;
   ctx.res.setHeader('Location', interaction.returnTo);

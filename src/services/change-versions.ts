@@ -18,8 +18,9 @@ import type { RedisClient } from '../storage.js';
  * group renamed: its applications). An instance keeps what it read from SQL beside the versions
  * it read just before, and uses it only while the versions in Redis are still those: the version
  * is read on every use, in the same write to Redis as the request's other commands, so a change
- * made on one instance is seen by the very next request on every other. A cached entry is also dropped after MAX_AGE_MS, so that even
- * a version lost with Redis's data cannot keep a stale entry alive for longer.
+ * made on one instance is seen by the very next request on every other. A cached entry is also
+ * dropped after MAX_AGE_MS, so that even a version lost with Redis's data cannot keep a stale
+ * entry alive for longer.
  *
  * Writers replace the version before their SQL change (a Redis that cannot be written stops the
  * change before anything is written) and again after it commits (so an entry read from SQL
