@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { AppError, ValidationError } from '../errors.js';
 import { KeysSecretError } from '../key-encryption.js';
+import { isStorageOutage, outageStore } from '../storage.js';
 
 /** The command line itself is wrong: an unknown command or flag, a missing value. */
 export class UsageError extends Error {}
@@ -45,6 +46,13 @@ export function describeFailure(err: unknown): { line: string; exitCode: number 
     return badInput(withFlag(issue?.path.map(String).join('.'), issue?.message ?? 'invalid input'));
   }
   const message = err instanceof Error ? err.message : String(err);
+  if (isStorageOutage(err)) {
+    // The store's own words stay, after a sentence that says which store and what to check.
+    const store = outageStore(err) === 'redis'
+      ? 'Redis did not answer (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS): the running instances cache what this command changes, so it needs their Redis'
+      : 'the database did not answer (DATABASE_URL)';
+    return { line: oneLine(`failed: ${store}; check that it is running and reachable from here (${message || String(err)})`), exitCode: EXIT_FAULT };
+  }
   return { line: oneLine(`failed: ${message || String(err)}`), exitCode: EXIT_FAULT };
 }
 

@@ -86,6 +86,16 @@ describeEachProfile('idp CLI: site administrators and disabled accounts', functi
     expect(await siteEvents(running, user.username)).to.deep.equal(['user.admin.grant cli', 'user.admin.revoke cli']);
   });
 
+  it('user set-admin with a Redis that does not answer says so, exits 1 and changes nothing', async () => {
+    const user = await makeUser(db());
+    // A port where nothing listens: the instances' caches could not be told of the change.
+    const away = await cli(running.database.url, ['user', 'set-admin', user.username], '', { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(away.code).to.equal(1);
+    expect(away.stdout).to.equal('');
+    expect(away.stderr.replace(PROVIDER_RUNTIME_WARNING, '')).to.match(/^idp: failed: Redis did not answer \(REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS\): .* check that it is running and reachable from here \(.+\)\n$/);
+    expect(Boolean((await findUserByUsername(db(), user.username))!.is_admin)).to.equal(false);
+  });
+
   it('refuses a missing, extra or unknown username', async () => {
     expect(refusal(await run(['user', 'disable']))).to.equal('idp: <username> is required');
     expect(refusal(await run(['user', 'enable', 'one', 'two']))).to.equal('idp: unexpected argument "two"; flags take the form --name value');
