@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../src/paths.js';
+import { fmt } from './report.js';
+import { median } from './stats.js';
 
 /**
  * A change measured against a commit on a machine whose speed drifts by a third from one minute
@@ -16,7 +18,8 @@ import { ROOT } from '../src/paths.js';
  *     --database-url postgres://postgres@127.0.0.1:5432/test --redis-url redis://127.0.0.1:6379 \
  *     --scenarios ceiling-io-page,api-ho --quick
  *
- * Everything after `--` goes to `npm run bench` as it is (plus --no-write).
+ * Everything after `--` goes to `npm run bench` as it is (plus --no-write). The worktree is removed
+ * at the end; after an interrupted run, `git worktree prune` forgets it.
  */
 const { values, positionals } = parseArgs({
   options: {
@@ -55,9 +58,16 @@ function runBench(dir: string): Map<string, Measured> {
   return found;
 }
 
+// The commit named once, as git understands it: a name that is no commit stops here.
+const resolved = spawnSync('git', ['-C', ROOT, 'rev-parse', '--verify', '--quiet', '--end-of-options', `${values.base}^{commit}`], { encoding: 'utf8' });
+if (resolved.status !== 0) {
+  process.stderr.write(`--base ${JSON.stringify(values.base)}: no such commit in ${ROOT}\n`);
+  process.exit(2);
+}
+const base = resolved.stdout.trim();
 const tree = mkdtempSync(join(tmpdir(), 'idp-ab-'));
 const baseDir = join(tree, 'base');
-execFileSync('git', ['-C', ROOT, 'worktree', 'add', '--detach', baseDir, values.base], { stdio: 'inherit' });
+execFileSync('git', ['-C', ROOT, 'worktree', 'add', '--detach', baseDir, base], { stdio: 'inherit' });
 try {
   if (!existsSync(join(baseDir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(baseDir, 'node_modules'));
   build(baseDir);
@@ -71,12 +81,6 @@ try {
     }
   }
 
-  const median = (xs: number[]) => {
-    const sorted = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
-  const fmt = (x: number | undefined, digits = 0) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits));
   const scenarios = [...new Set(runs.base.flatMap((r) => [...r.keys()]))];
   const ceilingOf = (key: string) => (values.ceiling ? `${key.split(' ')[0]} ${values.ceiling}` : undefined);
   process.stdout.write(`\n${values.base} (A) against the working tree (B), ${rounds} runs each, medians in bold\n\n`);
@@ -86,7 +90,7 @@ try {
     const column = (side: 'base' | 'work', pick: (m: Measured, run: Map<string, Measured>) => number | undefined, digits = 0) => {
       const xs = runs[side].map((run) => { const m = run.get(key); return m ? pick(m, run) : undefined; });
       const known = xs.filter((x): x is number => x !== undefined);
-      return known.length ? `${xs.map((x) => fmt(x, digits)).join(', ')} → **${fmt(median(known), digits)}**` : '—';
+      return known.length ? `${xs.map((x) => (x === undefined ? '—' : fmt(x, digits))).join(', ')} → **${fmt(median(known), digits)}**` : '—';
     };
     const toCeiling = (m: Measured, run: Map<string, Measured>) => {
       const ceiling = ceilingOf(key);

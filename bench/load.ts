@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { percentile } from './stats.js';
 
 /** One measured run: rates are successful requests (or flows) per second. Latencies in ms. */
 export interface Measurement {
@@ -110,11 +111,6 @@ export async function measureHttp(load: HttpLoad): Promise<Measurement> {
     completed: ok,
     seconds,
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /**

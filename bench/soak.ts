@@ -12,6 +12,7 @@ import { authorizeToCode, ourAuthorizePath, ourExchangePath, signInAndConsent, t
 import { Browser, send, type Reply } from './http.js';
 import { RoundRobinProxy, type Backend } from './proxy.js';
 import { fmt, mark, ms } from './report.js';
+import { percentile } from './stats.js';
 
 /**
  * `npm run bench -- --soak`: two instances of the real service (`node dist/src/index.js`, one
@@ -201,11 +202,6 @@ interface ParkedCode {
   /** `<instance>:<generation>` of the process that minted it. */
   mintedBy: string;
   dueAt: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 const pick = <T>(items: T[]): T => items[Math.floor(Math.random() * items.length)]!;

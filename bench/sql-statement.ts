@@ -5,6 +5,8 @@ import pg from 'pg';
 import { createDb } from '../src/db/knex.js';
 import { pageGroupsOfUser } from '../src/db/groups.js';
 import { createBenchDatabase, seed } from './fixtures.js';
+import { fmt } from './report.js';
+import { median } from './stats.js';
 
 /**
  * What one SQL statement costs this process, by the way it is sent: the API's page of groups (the
@@ -34,7 +36,8 @@ const { values } = parseArgs({
   },
 });
 const serverUrl = values['database-url'] ?? process.env.BENCH_DATABASE_URL;
-if (!serverUrl?.startsWith('postgres')) {
+const positive = (value: string | undefined) => Number.isInteger(Number(value)) && Number(value) > 0;
+if (!serverUrl?.startsWith('postgres') || !positive(values.callers) || !positive(values.statements) || !positive(values.rounds)) {
   process.stderr.write('usage: npx tsx bench/sql-statement.ts --database-url postgres://… [--callers 50] [--statements 20000] [--rounds 3] [--async-hooks]\n');
   process.exit(2);
 }
@@ -58,48 +61,50 @@ try {
   const limited = createDb(bench.url, undefined, { timeoutMs: 3000 });
   const unlimited = createDb(bench.url);
   const pool = new pg.Pool({ connectionString: bench.url, max: POOL });
-  const straight = async (db: Knex) => {
-    const conn = (await db.client.acquireConnection()) as pg.PoolClient;
-    try {
-      return await conn.query(statement);
-    } finally {
-      await db.client.releaseConnection(conn);
-    }
-  };
-  const variants: Array<[string, () => Promise<unknown>]> = [
-    ['pg', () => pool.query(statement)],
-    ['service', () => pageGroupsOfUser(limited, apiUserId, { limit: 20, offset: 0 })],
-    ['service, no limits', () => pageGroupsOfUser(unlimited, apiUserId, { limit: 20, offset: 0 })],
-    ['service pool, straight to pg', () => straight(limited)],
-  ];
-
-  const measure = async (send: () => Promise<unknown>, count: number) => {
-    const caller = async () => {
-      for (let i = 0; i < count; i += 1) await send();
+  try {
+    const straight = async (db: Knex) => {
+      const conn = (await db.client.acquireConnection()) as pg.PoolClient;
+      try {
+        return await conn.query(statement);
+      } finally {
+        await db.client.releaseConnection(conn);
+      }
     };
-    const cpu = process.cpuUsage();
-    const started = performance.now();
-    await Promise.all(Array.from({ length: CALLERS }, caller));
-    const used = process.cpuUsage(cpu);
-    const n = CALLERS * count;
-    return { perSecond: n / ((performance.now() - started) / 1000), cpuMicros: (used.user + used.system) / n };
-  };
+    const variants: Array<[string, () => Promise<unknown>]> = [
+      ['pg', () => pool.query(statement)],
+      ['service', () => pageGroupsOfUser(limited, apiUserId, { limit: 20, offset: 0 })],
+      ['service, no limits', () => pageGroupsOfUser(unlimited, apiUserId, { limit: 20, offset: 0 })],
+      ['service pool, straight to pg', () => straight(limited)],
+    ];
 
-  const results = new Map<string, Array<{ perSecond: number; cpuMicros: number }>>(variants.map(([name]) => [name, []]));
-  for (let round = 0; round < Number(values.rounds); round += 1) {
-    for (const [name, send] of variants) {
-      await measure(send, Math.ceil(perCaller / 5)); // warm-up
-      results.get(name)!.push(await measure(send, perCaller));
+    const measure = async (send: () => Promise<unknown>, count: number) => {
+      const caller = async () => {
+        for (let i = 0; i < count; i += 1) await send();
+      };
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      await Promise.all(Array.from({ length: CALLERS }, caller));
+      const used = process.cpuUsage(cpu);
+      const n = CALLERS * count;
+      return { perSecond: n / ((performance.now() - started) / 1000), cpuMicros: (used.user + used.system) / n };
+    };
+
+    const results = new Map<string, Array<{ perSecond: number; cpuMicros: number }>>(variants.map(([name]) => [name, []]));
+    for (let round = 0; round < Number(values.rounds); round += 1) {
+      for (const [name, send] of variants) {
+        await measure(send, Math.ceil(perCaller / 5)); // warm-up
+        results.get(name)!.push(await measure(send, perCaller));
+      }
     }
+    console.log(`${CALLERS} callers, a pool of ${POOL}, ${CALLERS * perCaller} statements a run, ${values.rounds} rounds${values['async-hooks'] ? ', promise hooks on' : ''}; medians`);
+    console.log('| how the statement is sent | statements/s | CPU µs each (user + system) |');
+    console.log('|---|---:|---:|');
+    for (const [name, runs] of results) {
+      console.log(`| ${name} | ${fmt(median(runs.map((r) => r.perSecond)))} | ${fmt(median(runs.map((r) => r.cpuMicros)))} |`);
+    }
+  } finally {
+    await Promise.all([limited.destroy(), unlimited.destroy(), pool.end()]);
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  console.log(`${CALLERS} callers, a pool of ${POOL}, ${CALLERS * perCaller} statements a run, ${values.rounds} rounds${values['async-hooks'] ? ', promise hooks on' : ''}; medians`);
-  console.log('| how the statement is sent | statements/s | CPU µs each (user + system) |');
-  console.log('|---|---:|---:|');
-  for (const [name, runs] of results) {
-    console.log(`| ${name} | ${Math.round(median(runs.map((r) => r.perSecond))).toLocaleString('en-US')} | ${Math.round(median(runs.map((r) => r.cpuMicros)))} |`);
-  }
-  await Promise.all([limited.destroy(), unlimited.destroy(), pool.end()]);
 } finally {
   await bench.drop();
 }

@@ -45,15 +45,15 @@ export function describeFailure(err: unknown): { line: string; exitCode: number 
     const issue = err.issues[0];
     return badInput(withFlag(issue?.path.map(String).join('.'), issue?.message ?? 'invalid input'));
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const detail = (err instanceof Error ? err.message : '') || String(err);
   if (isStorageOutage(err)) {
     // The store's own words stay, after a sentence that says which store and what to check.
     const store = outageStore(err) === 'redis'
-      ? 'Redis did not answer (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS): the running instances cache what this command changes, so it needs their Redis'
+      ? 'Redis did not answer (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS): this command changes what the running instances keep or cache there, so it needs their Redis'
       : 'the database did not answer (DATABASE_URL)';
-    return { line: oneLine(`failed: ${store}; check that it is running and reachable from here (${message || String(err)})`), exitCode: EXIT_FAULT };
+    return { line: oneLine(`failed: ${store}; check that it is running and reachable from here (${detail})`), exitCode: EXIT_FAULT };
   }
-  return { line: oneLine(`failed: ${message || String(err)}`), exitCode: EXIT_FAULT };
+  return { line: oneLine(`failed: ${detail}`), exitCode: EXIT_FAULT };
 }
 
 function badInput(message: string): { line: string; exitCode: number } {

@@ -345,6 +345,13 @@ describe('idp CLI: command line and environment', () => {
     expect(line).to.match(/^idp: DATABASE_URL=/);
   });
 
+  it('names the database when it does not answer, in one line, exit 1', async () => {
+    // A port where nothing listens.
+    const run = await idp('postgres://postgres@127.0.0.1:1/idp', ['migrate']);
+    expect(run).to.include({ code: 1, stdout: '' });
+    expect(run.stderr).to.match(/^idp: failed: the database did not answer \(DATABASE_URL\); check that it is running and reachable from here \([^\n]*ECONNREFUSED[^\n]*\)\n$/);
+  });
+
   it('prints its usage on --help', async () => {
     const run = await idp(t.url, ['--help']);
     expect(run).to.include({ code: 0, stderr: '' });
