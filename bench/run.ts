@@ -8,6 +8,7 @@ import { databaseVersion } from './fixtures.js';
 import { callsTable, resultsTable, targets, targetsTable } from './report.js';
 import { runSoak } from './soak.js';
 import { Ceilings, CEILINGS, OURS, prepareDatabase, runProfile, type Profile, type ProfileDatabase, type Row, type ScenarioName, type Settings } from './scenarios.js';
+import { sqliteDriverPackage } from '../src/db/knex.js';
 import { ROOT } from '../src/paths.js';
 
 /**
@@ -143,7 +144,9 @@ function versions(): Record<string, string> {
   const require = createRequire(join(ROOT, 'package.json'));
   const out: Record<string, string> = {};
   for (const name of ['oidc-provider', 'koa', 'knex', 'pg', 'ioredis', 'better-sqlite3', 'autocannon']) {
-    out[name] = (require(`${name}/package.json`) as { version: string }).version;
+    // SQLite's driver is the build this Node.js runs (src/db/knex.ts), installed under its own name from Node 22 on.
+    const installed = name === 'better-sqlite3' ? sqliteDriverPackage() : name;
+    out[name] = (require(`${installed}/package.json`) as { version: string }).version;
   }
   return out;
 }

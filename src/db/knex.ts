@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
@@ -50,6 +51,45 @@ const CLIENT_GRACE_MS = 500;
 /** The shortest a transaction may sit without a statement before the server ends it. */
 const IDLE_TRANSACTION_FLOOR_MS = 60_000;
 
+const require = createRequire(import.meta.url);
+
+/**
+ * The SQLite driver this Node.js can run. better-sqlite3 12 wraps its objects with node::ObjectWrap,
+ * whose destructor on Node.js 24 requires a current environment: a prepared statement collected by
+ * the garbage collector at the wrong moment aborts the whole process ("Assertion failed: (env) !=
+ * nullptr" in RemoveEnvironmentCleanupHook; knex prepares a statement for every query, so it is a
+ * matter of time). better-sqlite3 13 is built on Node-API, ships prebuilt binaries and has no such
+ * destructor, but needs Node.js 22 or later; both are installed (13 under the name
+ * `better-sqlite3-napi`), and the major version of the running Node.js picks one.
+ */
+export function sqliteDriverPackage(nodeVersion = process.versions.node): 'better-sqlite3' | 'better-sqlite3-napi' {
+  return Number(nodeVersion.split('.')[0]) >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
+}
+
+type KnexClientClass = new (config: Knex.Config) => Knex.Client;
+let sqliteClientClass: KnexClientClass | undefined;
+
+/** knex's better-sqlite3 dialect, loading the driver `sqliteDriverPackage` names. */
+function sqliteClient(): KnexClientClass {
+  if (!sqliteClientClass) {
+    // knex has no public way to hand a dialect its driver module but to subclass the dialect.
+    const Dialect = require('knex/lib/dialects/better-sqlite3/index.js') as KnexClientClass;
+    const driver: unknown = require(sqliteDriverPackage());
+    sqliteClientClass = class extends Dialect {
+      constructor(config: Knex.Config) {
+        // Named as the dialect it is, for whoever reads `client.config.client` (rate-limiter-flexible
+        // checks it for SQLite), rather than as this class.
+        super({ ...config, client: 'better-sqlite3' });
+      }
+
+      _driver(): unknown {
+        return driver;
+      }
+    };
+  }
+  return sqliteClientClass;
+}
+
 /** Builds the knex configuration for `sqlite:<file>` or `postgres://…`. */
 export function knexConfig(databaseUrl: string, options: DbOptions = {}): Knex.Config {
   const migrations: Knex.MigratorConfig = { migrationSource, tableName: 'knex_migrations' };
@@ -57,7 +97,7 @@ export function knexConfig(databaseUrl: string, options: DbOptions = {}): Knex.C
     const file = databaseUrl.slice('sqlite:'.length);
     const filename = file === ':memory:' ? ':memory:' : resolve(file);
     return {
-      client: 'better-sqlite3',
+      client: sqliteClient() as unknown as Knex.Config['client'],
       connection: { filename },
       useNullAsDefault: true,
       migrations,
