@@ -66,6 +66,24 @@ export function sqliteDriverPackage(nodeVersion = process.versions.node): 'bette
   return Number(nodeVersion.split('.')[0]) >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
 }
 
+/**
+ * Loads a SQLite driver package. A build that does not load here (installed by another Node.js, or
+ * no prebuilt binary for this platform) fails start-up with one line saying which and what to do,
+ * instead of the loader's message over several lines.
+ */
+export function requireSqliteDriver(pkg: string = sqliteDriverPackage()): unknown {
+  try {
+    const Database = require(pkg) as new (filename: string) => { close(): void };
+    // better-sqlite3 loads its native binding with the first database, not on require.
+    new Database(':memory:').close();
+    return Database;
+  } catch (err) {
+    // The loader's own words on one line, without Node's list of requiring modules.
+    const reason = (err instanceof Error ? err.message : String(err)).split('\nRequire stack:')[0]!.replace(/\s+/g, ' ').trim();
+    throw new Error(`the SQLite driver (${pkg}) does not load on Node.js ${process.versions.node}: ${reason}; run npm ci with the Node.js that runs the service`, { cause: err });
+  }
+}
+
 type KnexClientClass = new (config: Knex.Config) => Knex.Client;
 let sqliteClientClass: KnexClientClass | undefined;
 
@@ -74,7 +92,7 @@ function sqliteClient(): KnexClientClass {
   if (!sqliteClientClass) {
     // knex has no public way to hand a dialect its driver module but to subclass the dialect.
     const Dialect = require('knex/lib/dialects/better-sqlite3/index.js') as KnexClientClass;
-    const driver: unknown = require(sqliteDriverPackage());
+    const driver = requireSqliteDriver();
     sqliteClientClass = class extends Dialect {
       constructor(config: Knex.Config) {
         // Named as the dialect it is, for whoever reads `client.config.client` (rate-limiter-flexible

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import knexFactory from 'knex';
-import { knexConfig, sqliteDriverPackage } from '../../src/db/knex.js';
+import { knexConfig, requireSqliteDriver, sqliteDriverPackage } from '../../src/db/knex.js';
 
 const require = createRequire(import.meta.url);
 
@@ -40,5 +40,11 @@ describe('the SQLite driver', () => {
     } finally {
       await db.destroy();
     }
+  });
+
+  it('that does not load stops start-up with one line naming it and what to do', () => {
+    expect(() => requireSqliteDriver('better-sqlite3-not-installed')).to.throw(
+      /^the SQLite driver \(better-sqlite3-not-installed\) does not load on Node\.js \d+\.\d+\.\d+: Cannot find (module|package) 'better-sqlite3-not-installed'[^\n]*; run npm ci with the Node\.js that runs the service$/,
+    );
   });
 });
