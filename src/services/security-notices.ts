@@ -1,0 +1,92 @@
+import { describeUserAgent } from '../presenters/session.js';
+import type { SeenFrom } from './sessions.js';
+import type { MailDeps } from './verification.js';
+
+/**
+ * Security notices: a mail to the account's address after each change that an intruder would
+ * make to keep or widen their access (a password changed, a second factor or passkey added or
+ * removed, a personal access token made, the address itself changed). Each says what happened,
+ * when, from which browser and address, and what to do if it was not the owner. A notice is
+ * sent in the background: the change it reports is already made, and a mail server that is
+ * away must not fail the page that made it.
+ */
+export type SecurityEvent =
+  | 'password-changed'
+  | 'password-reset'
+  | 'email-changed'
+  | 'two-factor-enabled'
+  | 'two-factor-disabled'
+  | 'recovery-codes-replaced'
+  | 'passkey-added'
+  | 'passkey-removed'
+  | 'personal-token-created'
+  | 'sign-in-method-linked'
+  | 'sign-in-method-unlinked';
+
+interface EventWords {
+  subject: string;
+  /** What happened, as one sentence; `{detail}` is the event's detail (a name, an address). */
+  what: string;
+  /** The settings page where the owner sees (and undoes) the change. */
+  page: string;
+}
+
+const EVENTS: Record<SecurityEvent, EventWords> = {
+  'password-changed': { subject: 'Your password was changed', what: 'The password of your account was changed.', page: '/account/settings/password' },
+  'password-reset': { subject: 'Your password was reset', what: 'The password of your account was reset through a link sent to this address.', page: '/account/settings/sessions' },
+  'email-changed': { subject: 'Your e-mail address was changed', what: 'The e-mail address of your account was changed to {detail}. Messages about the account now go there.', page: '/account/settings/profile' },
+  'two-factor-enabled': { subject: 'Two-factor authentication was turned on', what: 'Two-factor authentication with an authenticator app was turned on for your account.', page: '/account/settings/two-factor' },
+  'two-factor-disabled': { subject: 'Two-factor authentication was turned off', what: 'Two-factor authentication was turned off for your account: signing in needs only the password now.', page: '/account/settings/two-factor' },
+  'recovery-codes-replaced': { subject: 'New recovery codes were made', what: 'New two-factor recovery codes were made for your account; the old ones no longer work.', page: '/account/settings/two-factor' },
+  'passkey-added': { subject: 'A passkey was added', what: 'A passkey named "{detail}" was added to your account: it can sign in without your password.', page: '/account/settings/passkeys' },
+  'passkey-removed': { subject: 'A passkey was removed', what: 'The passkey named "{detail}" was removed from your account.', page: '/account/settings/passkeys' },
+  'personal-token-created': { subject: 'A personal access token was created', what: 'A personal access token named "{detail}" was created for your account: it can call the API as you.', page: '/account/settings/tokens' },
+  'sign-in-method-linked': { subject: 'A sign-in method was linked', what: 'Your account can now be signed in to with {detail}.', page: '/account/settings' },
+  'sign-in-method-unlinked': { subject: 'A sign-in method was unlinked', what: '{detail} no longer signs in to your account.', page: '/account/settings' },
+};
+
+export interface NoticeRecipient {
+  id: number;
+  username: string;
+  email: string;
+}
+
+/** The words and values of one notice (exported for the tests of its wording). */
+export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: SeenFrom, options: { detail?: string; at?: Date } = {}) {
+  const words = EVENTS[event];
+  const at = options.at ?? new Date();
+  return {
+    to: user.email,
+    subject: words.subject,
+    template: 'security-notice' as const,
+    data: {
+      link: `${issuer}${words.page}`,
+      username: user.username,
+      what: words.what.replace('{detail}', options.detail ?? ''),
+      // UTC, written out: the mail is read anywhere, and a bare ISO string is hard on people.
+      when: `${at.toUTCString().replace('GMT', 'UTC')}`,
+      browser: describeUserAgent(from.userAgent),
+      address: from.ip || 'an unknown address',
+      resetLink: `${issuer}/forgot-password`,
+      sessionsLink: `${issuer}/account/settings/sessions`,
+    },
+  };
+}
+
+/**
+ * Mails `user` a notice of `event` made from `from` (the request's address and user agent), in
+ * the background; a failure is logged with the account's id, never thrown. `to` overrides the
+ * recipient (an address change is reported to the old address).
+ */
+export function sendSecurityNotice(
+  deps: MailDeps,
+  user: NoticeRecipient,
+  event: SecurityEvent,
+  from: SeenFrom,
+  options: { detail?: string; to?: string } = {},
+): void {
+  const notice = securityNotice(deps.config.issuer, user, event, from, options);
+  deps.mailer
+    .send({ ...notice, to: options.to ?? notice.to })
+    .catch((err: unknown) => deps.log.error({ err, userId: user.id, notice: event }, 'security notice not sent'));
+}
