@@ -147,6 +147,10 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       },
       // Userinfo serves the claims of the granted OpenID Connect scopes.
       userinfo: { enabled: true },
+      // RFC 8707 is on by default in oidc-provider 9, answering any `resource` parameter with
+      // invalid_target since no resource server is configured. Off until resources are: the
+      // parameter is then ignored, as RFC 8707 asks of a server that does not support it.
+      resourceIndicators: { enabled: false },
     },
     // Tokens of a third-party server outlive the browser session that created them.
     expiresWithSession: async () => false,
