@@ -38,7 +38,7 @@ describeEachProfile('Auth.js (@auth/express) against the provider', function (pr
     site = await listen();
     user = await makeUser(server.db, { name: 'Ada Lovelace' });
     const app = await makeClient(server.db, { user, redirectUri: `${site.url}/auth/callback/horizon` });
-    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [`${site.url}/`] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [`${site.url}/`] });
     site.server.on('request', authJsSite(server.url, app.clientId, app.clientSecret));
   });
   after(() => site?.close());

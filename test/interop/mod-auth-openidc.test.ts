@@ -143,7 +143,7 @@ describeEachProfile('mod_auth_openidc in Apache against the provider', function 
     const port = await freePort();
     const { redirectUri, signedOutUrl } = relyingPartyUrls(port);
     const app = await makeClient(server.db, { user, redirectUri });
-    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [signedOutUrl] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [signedOutUrl] });
     apache = await startApache(port, { issuer: server.url, clientId: app.clientId, clientSecret: app.clientSecret });
     browser = await launchChromium();
   });
