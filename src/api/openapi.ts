@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { clientId, recordIdText } from '../ids.js';
 import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
 import { groupJson } from '../presenters/group.js';
-import { userJson } from '../presenters/user.js';
+import { apiUserJson } from '../presenters/user.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import * as rules from '../services/rules.js';
 import { credentialReport, MAX_REPORTED } from '../services/leaked-credentials.js';
@@ -29,10 +29,7 @@ const OAuthAppWithSecrets = appJson
   .meta({ id: 'OAuthAppWithSecrets' });
 const CreatedOAuthApp = createdAppJson.extend({ secrets }).meta({ id: 'CreatedOAuthApp' });
 const NewClientSecret = newSecretJson.meta({ id: 'NewClientSecret' });
-const User = userJson
-  .omit({ createdAt: true })
-  .extend({ email: userJson.shape.email.describe('Only with the `email` scope (OAuth tokens) or for personal access tokens') })
-  .meta({ id: 'User' });
+const User = apiUserJson.meta({ id: 'User' });
 const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
 const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
 const GroupChanges = groupChanges.meta({ id: 'GroupChanges' });
@@ -327,7 +324,8 @@ export function openApiDocument(issuer: string) {
         get: {
           operationId: 'getUser',
           summary: 'The token\'s user',
-          description: 'Any scope.',
+          description:
+            'Any scope; what comes back is what the scopes allow, as the consent page words them: the `id` always (all an `openid`-only token gets); `username` and `name` with `profile`, `groups:read-only` or `groups:read-write`; `emailVerified`, and `email` once the address is verified, with `email`. A personal access token gets every field. An address that is not verified is never returned.',
           responses: {
             200: jsonResponse('The user', data(User)),
             401: authErrors[401],
