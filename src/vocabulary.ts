@@ -56,6 +56,14 @@ export function isScope(value: string): value is Scope {
 }
 
 /**
+ * The known scopes of a request's `scope`, each once, in the words the consent page uses: what
+ * the pages that ask a person to authorize (consent, the device flow's confirmation) list.
+ */
+export function describeScopes(scope: string): Array<{ scope: Scope; description: string }> {
+  return [...new Set(splitScopes(scope))].filter(isScope).map((known) => ({ scope: known, description: SCOPES[known] }));
+}
+
+/**
  * A scope list as clients send it: RFC 6749 separates scopes with spaces, and clients written for
  * GitHub (which accepts both) separate them with commas. Both count here; empty items are dropped.
  */

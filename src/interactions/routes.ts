@@ -4,7 +4,7 @@ import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
-import { acrOf, isScope, SCOPES, splitScopes } from '../vocabulary.js';
+import { acrOf, describeScopes, splitScopes } from '../vocabulary.js';
 import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
 import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
@@ -58,13 +58,12 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
 
   async function consentPage(ctx: Context, interaction: Interaction) {
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
-    const requested = [...new Set(splitScopes(String(interaction.params.scope ?? '')))];
     const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
-      scopes: requested.filter(isScope).map((scope) => ({ scope, description: SCOPES[scope] })),
+      scopes: describeScopes(String(interaction.params.scope ?? '')),
       // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
       ignoredScopes: ignored,
       // A device flow has no redirect: the device that showed the code gets the tokens.

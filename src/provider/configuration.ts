@@ -201,11 +201,24 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
 }
 
 /**
- * oidc-provider's prompts; with REQUIRE_VERIFIED_EMAIL, an account whose address is not verified
- * always meets the consent step (where the page refuses it), even with a grant that would skip it.
+ * oidc-provider's prompts, where an earlier grant skips the consent page, except for the device
+ * flow's requests, which meet it every time (until the person answers it in this very flow):
+ * anyone can ask for a device code, and a grant would let one click on "Connect" hand its poll a
+ * token; the consent page names what the device gets.
+ * With REQUIRE_VERIFIED_EMAIL, an account whose address is not verified always meets the consent
+ * step (where the page refuses it), even with a grant that would skip it.
  */
 function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Prompt[] {
   const policy = interactionPolicy.base();
+  const consent = policy.get('consent')!;
+  // After the library's `consent_prompt` (prompt=consent asked for), before every other reason:
+  // the first reason found names the error prompt=none gets.
+  const unanswered = (ctx: KoaContextWithOIDC) => !ctx.oidc.result?.consent;
+  consent.checks.add(
+    new interactionPolicy.Check('device_flow', 'a device is authorized by the person on every request', 'consent_required', (ctx) =>
+      (ctx.oidc.route === 'code_verification' || ctx.oidc.route === 'device_resume') && unanswered(ctx)),
+    1,
+  );
   if (requireVerifiedEmail) {
     policy.get('consent')!.checks.add(
       new interactionPolicy.Check('email_not_verified', 'the e-mail address of the account is not verified', 'interaction_required', (ctx) => {
