@@ -201,10 +201,13 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
 }
 
 /**
- * oidc-provider's prompts, where an earlier grant skips the consent page, except for the device
- * flow's requests, which meet it every time (until the person answers it in this very flow):
- * anyone can ask for a device code, and a grant would let one click on "Connect" hand its poll a
- * token; the consent page names what the device gets.
+ * oidc-provider's prompts, where an earlier grant skips the consent page, except for two kinds of
+ * request, which meet it every time (until the person answers it in this very flow):
+ * - a public application's (a native or single-page app): with no secret, anyone can send its
+ *   client_id, and a second program listening on its callback would get a code silently (RFC 8252
+ *   §8.6); `prompt=none` is answered `consent_required`;
+ * - the device flow's: anyone can ask for a device code, and a grant would let one click on
+ *   "Connect" hand its poll a token; the consent page names what the device gets.
  * With REQUIRE_VERIFIED_EMAIL, an account whose address is not verified always meets the consent
  * step (where the page refuses it), even with a grant that would skip it.
  */
@@ -215,9 +218,14 @@ function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Pr
   // the first reason found names the error prompt=none gets.
   const unanswered = (ctx: KoaContextWithOIDC) => !ctx.oidc.result?.consent;
   consent.checks.add(
+    new interactionPolicy.Check('public_client', 'a public client is authorized by the person on every request', 'consent_required', (ctx) =>
+      ctx.oidc.client?.clientAuthMethod === 'none' && unanswered(ctx)),
+    1,
+  );
+  consent.checks.add(
     new interactionPolicy.Check('device_flow', 'a device is authorized by the person on every request', 'consent_required', (ctx) =>
       (ctx.oidc.route === 'code_verification' || ctx.oidc.route === 'device_resume') && unanswered(ctx)),
-    1,
+    2,
   );
   if (requireVerifiedEmail) {
     policy.get('consent')!.checks.add(

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, problemOf } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { countGrantsOfClient, deleteUserGrantByGrantId, grantIdsOfClient } from '../db/grants.js';
 import { recordAudit } from '../db/audit.js';
@@ -129,6 +129,8 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   const data = rules.parse(rules.applicationChanges, input);
+  const publicProblem = data.callbackURL !== undefined && isPublic(app) ? rules.publicCallbackProblem(data.callbackURL) : undefined;
+  if (publicProblem) throw rules.invalidFields([{ field: 'callbackURL', problem: problemOf('callbackURL', publicProblem), message: publicProblem }]);
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
