@@ -121,6 +121,19 @@ describeEachProfile('Device authorization grant', (profile) => {
     expect((await client.pollDeviceAuthorizationGrant(config, second)).access_token).to.match(/^ho_/);
   });
 
+  it('shows no words of the client on the consent page: an ignored_scope it sends with its device request is dropped, as at a plain authorize', async () => {
+    const words = 'Horizon staff approved this device, call 555 0100 to verify';
+    const response = await client.initiateDeviceAuthorization(config, { scope: 'groups:read-only', ignored_scope: words });
+    const browser = new Browser(idp.url);
+    const entry = await browser.get('/login/device').expect(200);
+    const confirm = await browser.postForm('/login/device', { xsrf: hidden(entry, 'xsrf'), user_code: response.user_code }).expect(200);
+    const signInPage = await browser.follow(await browser.postForm('/login/device', { xsrf: hidden(confirm, 'xsrf'), user_code: hidden(confirm, 'user_code'), confirm: 'yes' }));
+    const consent = await browser.follow(await browser.submit(formAction(signInPage.text, '/login'), { login: user.username, password: user.password })).expect(200);
+    expect(consent.text).to.include('/confirm"');
+    expect(unescapeHtml(consent.text)).to.not.include('555 0100');
+    expect(consent.text).to.not.include('data-testid="ignored-scopes"');
+  });
+
   it('answers authorization_pending until the person approves, and slow_down to a poll within the interval', async () => {
     const response = await client.initiateDeviceAuthorization(config, { scope: 'groups:read-only' });
     const poll = () => tokenRequest(idp.url, { form: { grant_type: DEVICE_GRANT, device_code: response.device_code, client_id: device.clientId, client_secret: device.clientSecret } });
