@@ -14,6 +14,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Knex } from 'knex';
+import type Provider from 'oidc-provider';
 import { createExampleApp } from '../examples/third-party-server/server.js';
 import { createIdp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -64,7 +65,7 @@ async function ensureGroup(db: Knex, actor: Actor): Promise<{ access: GroupAcces
 }
 
 /** The example's application, registered with its callback, and a client secret this run can use. */
-async function ensureApplication(db: Knex, group: GroupAccess, exampleUrl: string) {
+async function ensureApplication(db: Knex, provider: Provider, group: GroupAccess, exampleUrl: string) {
   const fields = { name: DEMO_APP_NAME, homepageURL: `${exampleUrl}/`, description: 'The example server of examples/third-party-server', callbackURL: `${exampleUrl}/callback` };
   const { items } = await applicationsOf(db, group, { limit: 50, offset: 0 });
   const existing = items.find((a) => a.name === DEMO_APP_NAME);
@@ -74,7 +75,7 @@ async function ensureApplication(db: Knex, group: GroupAccess, exampleUrl: strin
   }
   // The secret of the last run exists only as a hash: revoke it and make a new one.
   const access = await accessApplication(db, group.actor, existing.client_id);
-  await updateApplication(db, access, fields);
+  await updateApplication(db, provider, access, fields);
   const old = await secretsOf(db, access);
   for (const secret of old) await revokeClientSecret(db, access, secret.id);
   const secret = await generateClientSecret(db, access);
@@ -141,7 +142,7 @@ async function main(args: string[]): Promise<void> {
     const user = await ensureUser(idp.db);
     const actor: Actor = { userId: user.id, ip: null };
     const group = await ensureGroup(idp.db, actor);
-    const app = await ensureApplication(idp.db, group.access, exampleUrl);
+    const app = await ensureApplication(idp.db, idp.provider, group.access, exampleUrl);
 
     const idpServer = createServer(idp.app.callback());
     servers.push(idpServer);

@@ -32,6 +32,7 @@ import { securityHeaders } from './edge/security-headers.js';
 import { protocolOfIssuer, providerUrlsFromIssuer } from './edge/issuer-urls.js';
 import { refuseControlCharacters, refuseControlCharactersInBody } from './edge/refuse-control-characters.js';
 import { interactionRoutes } from './interactions/routes.js';
+import { restartRoutes } from './interactions/restart.js';
 import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
@@ -217,7 +218,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

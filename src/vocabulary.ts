@@ -21,14 +21,29 @@ export type VisibilityLevel = (typeof VISIBILITY_LEVELS)[number];
 export const CLIENT_TYPES = ['confidential', 'public'] as const;
 export type ClientType = (typeof CLIENT_TYPES)[number];
 
-/** The scopes an application may ask for, and what the consent page says about each, in plain words. */
+/**
+ * The scopes an application may ask for, and what the consent page says about each, in plain
+ * words. The words are the whole of what the scope gives an application: `GET /apis/v2/user`
+ * (policies/user-fields.ts), the ID token and userinfo release no more, and an OAuth token cannot
+ * create, change or delete OAuth applications (that takes the person's own personal access token).
+ */
 export const SCOPES = {
-  'groups:read-only': 'See the groups you belong to and your role in each',
-  'groups:read-write': 'Change your groups and manage the OAuth applications of groups you own',
+  'groups:read-only': 'See your username and name, the groups you belong to and your role in each',
+  'groups:read-write': 'See your username and name and your groups; change or delete the groups you own and see their OAuth applications',
   openid: 'Confirm your identity (your user id)',
   profile: 'See your username and name',
-  email: 'See your email address',
+  email: 'See your email address once you have verified it',
 } as const;
+
+/**
+ * What the API scopes give a personal access token, as the Access tokens page says it. The
+ * person's own token also manages the OAuth applications of the groups they own, which an
+ * application's token never does.
+ */
+export const PERSONAL_TOKEN_SCOPES: Record<(typeof API_SCOPES)[number], string> = {
+  'groups:read-only': 'See the groups you belong to and your role in each',
+  'groups:read-write': 'Change your groups and manage the OAuth applications of groups you own',
+};
 
 export type Scope = keyof typeof SCOPES;
 /** What a flow that asks for no known scope is granted. */
@@ -38,6 +53,14 @@ export const API_SCOPES = ['groups:read-only', 'groups:read-write'] as const;
 
 export function isScope(value: string): value is Scope {
   return Object.hasOwn(SCOPES, value);
+}
+
+/**
+ * The known scopes of a request's `scope`, each once, in the words the consent page uses: what
+ * the pages that ask a person to authorize (consent, the device flow's confirmation) list.
+ */
+export function describeScopes(scope: string): Array<{ scope: Scope; description: string }> {
+  return [...new Set(splitScopes(scope))].filter(isScope).map((known) => ({ scope: known, description: SCOPES[known] }));
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Scope } from '../vocabulary.js';
 import { digest, isWellFormedToken } from '../tokens.js';
-import { inWords, RetryLaterError } from '../errors.js';
+import { AppError, inWords, RetryLaterError } from '../errors.js';
 import { bearerTokens, type TokenOwner } from '../services/bearer-tokens.js';
 import type { DpopReplay } from '../services/dpop-replay.js';
 import type { ApiVerdict, Limits } from '../services/limits.js';
@@ -126,6 +126,25 @@ export function requireScope(scope: Scope | 'any', realm: string) {
     }
     await next();
   };
+}
+
+/**
+ * Managing OAuth applications (creating, editing or deleting one, its secrets, its sign-out URLs,
+ * revoking all its users' tokens) is a person's own act: it takes a personal access token (`ha_`).
+ * An OAuth access token (`ho_`) was handed to a third-party application, whatever its scope; with
+ * it, that application could point another application of its user's groups at a callback of its
+ * own and mint a secret for it, and every person who had authorized that one would then be sent
+ * there with a code. Checked before the group or application is looked up, so it tells nothing.
+ */
+export async function requirePersonalToken(ctx: Context, next: Next): Promise<void> {
+  if (authOf(ctx).kind !== 'personal') {
+    throw new AppError(
+      403,
+      'personal_token_required',
+      'creating, changing or deleting OAuth applications and their secrets needs a personal access token (ha_) of an owner of the group; an OAuth access token (ho_) given to an application cannot, whatever its scope',
+    );
+  }
+  await next();
 }
 
 export function authOf(ctx: Context): ApiAuth {

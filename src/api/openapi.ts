@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { clientId, recordIdText } from '../ids.js';
 import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
 import { groupJson } from '../presenters/group.js';
-import { userJson } from '../presenters/user.js';
+import { apiUserJson } from '../presenters/user.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import * as rules from '../services/rules.js';
 import { credentialReport, MAX_REPORTED } from '../services/leaked-credentials.js';
@@ -29,10 +29,7 @@ const OAuthAppWithSecrets = appJson
   .meta({ id: 'OAuthAppWithSecrets' });
 const CreatedOAuthApp = createdAppJson.extend({ secrets }).meta({ id: 'CreatedOAuthApp' });
 const NewClientSecret = newSecretJson.meta({ id: 'NewClientSecret' });
-const User = userJson
-  .omit({ createdAt: true })
-  .extend({ email: userJson.shape.email.describe('Only with the `email` scope (OAuth tokens) or for personal access tokens') })
-  .meta({ id: 'User' });
+const User = apiUserJson.meta({ id: 'User' });
 const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
 const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
 const GroupChanges = groupChanges.meta({ id: 'GroupChanges' });
@@ -79,6 +76,18 @@ const ownerAuthErrors = {
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
+/**
+ * The changes of applications (create, edit, delete, secrets, revoke all user tokens) answer 403
+ * to an OAuth access token too, whatever its scope: they take the person's own personal token.
+ */
+const personalOwnerAuthErrors = {
+  401: authErrors[401],
+  403: errorResponse(
+    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+    { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+  ),
+};
+const PERSONAL = 'Scope `groups:read-write`, with a personal access token (`ha_`) of an owner: an OAuth access token (`ho_`) is refused (403 `personal_token_required`) whatever its scope.';
 const bodyErrors = {
   413: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
   415: errorResponse('The request body is not application/json'),
@@ -110,7 +119,7 @@ export function openApiDocument(issuer: string) {
       title: 'Horizon ID API',
       version: '2',
       description:
-        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes. A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
+        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes; creating, changing and deleting OAuth applications and their secrets also takes a personal access token (an OAuth access token only reads them). A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
     },
     servers: [{ url: `${issuer}/apis/v2` }],
     security: [{ bearer: [] }],
@@ -199,7 +208,7 @@ export function openApiDocument(issuer: string) {
         post: {
           operationId: 'createOAuthApp',
           summary: 'Create an OAuth application of a group (owners only)',
-          description: 'Scope `groups:read-write`; the caller must be an owner. The response of a `confidential` application carries its first client secret (`clientSecret`), shown this once; a `public` one has none.',
+          description: `${PERSONAL} The response of a \`confidential\` application carries its first client secret (\`clientSecret\`), shown this once; a \`public\` one has none.`,
           parameters: [groupIdParam],
           requestBody: jsonBody(NewOAuthApp, 'The application\'s fields; an unknown field is a 400', true),
           responses: {
@@ -207,7 +216,7 @@ export function openApiDocument(issuer: string) {
               Location: textHeader('The application\'s URL in this API'),
             }),
             400: errorResponse('A field is missing, of the wrong type, unknown or invalid (the description names it)'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
             ...bodyErrors,
           },
@@ -228,13 +237,13 @@ export function openApiDocument(issuer: string) {
         patch: {
           operationId: 'updateOAuthApp',
           summary: 'Edit any of the fields of an OAuth application (owners only)',
-          description: 'Scope `groups:read-write`. Fields left out keep their value.',
+          description: `${PERSONAL} Fields left out keep their value. A new \`callbackURL\` ends every user's authorization of the application (each grant, with its codes and tokens): each must authorize it again; the audit log says how many.`,
           parameters: [clientIdParam],
           requestBody: jsonBody(OAuthAppChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
             200: jsonResponse('The application as it is now', data(OAuthAppWithSecrets)),
             400: errorResponse('A field is of the wrong type, unknown or invalid (the description names it)'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
             ...bodyErrors,
           },
@@ -242,11 +251,11 @@ export function openApiDocument(issuer: string) {
         delete: {
           operationId: 'deleteOAuthApp',
           summary: 'Delete an OAuth application (owners only)',
-          description: 'Scope `groups:read-write`. Every code, access token and refresh token issued to it stops working at once, and its secrets no longer authenticate.',
+          description: `${PERSONAL} Every code, access token and refresh token issued to it stops working at once, and its secrets no longer authenticate.`,
           parameters: [clientIdParam],
           responses: {
             204: noContent('Deleted'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
           },
         },
@@ -256,11 +265,11 @@ export function openApiDocument(issuer: string) {
           operationId: 'revokeAllUserTokens',
           summary: 'Revoke all user tokens of an OAuth application (owners only)',
           description:
-            'Scope `groups:read-write`. Every user\'s grant of the application ends, with each code, access token and refresh token issued under it; each user is asked to authorize again. The application and its client secrets stay.',
+            `${PERSONAL} Every user's grant of the application ends, with each code, access token and refresh token issued under it; each user is asked to authorize again. The application and its client secrets stay.`,
           parameters: [clientIdParam],
           responses: {
             204: noContent('Every grant ended'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
           },
         },
@@ -269,13 +278,13 @@ export function openApiDocument(issuer: string) {
         post: {
           operationId: 'createClientSecret',
           summary: 'A new client secret, shown once (owners only)',
-          description: `Scope \`groups:read-write\`. An application holds at most ${MAX_ACTIVE_SECRETS} active secrets, so a server can rotate without downtime; one more is a 409, as is any for a \`public\` application, which has no secret.`,
+          description: `${PERSONAL} An application holds at most ${MAX_ACTIVE_SECRETS} active secrets, so a server can rotate without downtime; one more is a 409, as is any for a \`public\` application, which has no secret.`,
           parameters: [clientIdParam],
           requestBody: jsonBody(rules.newSecret, 'Nothing, or an empty object'),
           responses: {
             201: jsonResponse('The secret, shown this once', data(NewClientSecret)),
             400: errorResponse('The body has a field (none is taken)'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
             409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets (revoke one first), or it is a public application`),
             ...bodyErrors,
@@ -286,12 +295,12 @@ export function openApiDocument(issuer: string) {
         delete: {
           operationId: 'revokeClientSecret',
           summary: 'Revoke one client secret (owners only)',
-          description: 'Scope `groups:read-write`. From the next request on, on every instance, the secret no longer authenticates.',
+          description: `${PERSONAL} From the next request on, on every instance, the secret no longer authenticates.`,
           parameters: [clientIdParam, parameter('secretID', 'path', recordIdText)],
           responses: {
             204: noContent('Revoked'),
             400: errorResponse('The secretID is not a positive integer'),
-            ...ownerAuthErrors,
+            ...personalOwnerAuthErrors,
             404: errorResponse('No such application or secret, or the caller is not a member of the group'),
           },
         },
@@ -315,7 +324,8 @@ export function openApiDocument(issuer: string) {
         get: {
           operationId: 'getUser',
           summary: 'The token\'s user',
-          description: 'Any scope.',
+          description:
+            'Any scope; what comes back is what the scopes allow, as the consent page words them: the `id` always (all an `openid`-only token gets); `username` and `name` with `profile`, `groups:read-only` or `groups:read-write`; `emailVerified`, and `email` once the address is verified, with `email`. A personal access token gets every field. An address that is not verified is never returned.',
           responses: {
             200: jsonResponse('The user', data(User)),
             401: authErrors[401],

@@ -207,7 +207,9 @@ async function appUpdate({ config, db, flags }: CommandContext): Promise<Command
   if (Object.values(changes).every((value) => value === undefined)) {
     throw new UsageError('nothing to change: give --device-flow, --no-device-flow, --require-par or --no-require-par');
   }
-  const app = await withRedis(config, db, () => updateApplication(db, access, changes));
+  // Without the token storage (oidc-provider is heavy, and warns as it loads on an older Node.js):
+  // only an edit of the callback URL, which this command does not make, ends grants.
+  const app = await withRedis(config, db, () => updateApplication(db, undefined, access, changes));
   return {
     json: presentApp(app),
     text: [`updated application "${app.name}" (${app.client_id})`, switchesText(app)].join('\n'),

@@ -4,7 +4,7 @@ import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { AppError, NotFoundError } from '../errors.js';
-import { acrOf, isScope, SCOPES, splitScopes } from '../vocabulary.js';
+import { acrOf, describeScopes, splitScopes } from '../vocabulary.js';
 import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
 import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
@@ -16,6 +16,7 @@ import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';
 import { amrOf, SecondFactorStep } from '../web/second-factor.js';
 import { allowFormActionTo } from '../edge/security-headers.js';
+import { restartLink } from './restart.js';
 
 /** The flow's sign-in result: who, how (`amr`), and the class that makes (`acr`, given when asked). */
 function signedIn(userId: number, amr: string[]) {
@@ -31,8 +32,9 @@ function flowPage(uid: string) {
  * The sign-in and consent steps of the authorization flow, wired as oidc-provider's example
  * does: interactionDetails → prompt.name → the result (finish). Pages are never cached.
  */
-export function interactionRoutes(deps: WebDeps & { provider: Provider }): Router {
+export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKeys: readonly string[] }): Router {
   const { provider, db } = deps;
+  const flowStart = (interaction: Interaction) => flowStartOf(interaction, deps.cookieKeys);
   const router = new Router({ prefix: '/interaction/:uid' });
   const secondFactor = new SecondFactorStep(deps);
   const passkeys = new PasskeyChallenges(deps);
@@ -58,13 +60,12 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider }): Route
 
   async function consentPage(ctx: Context, interaction: Interaction) {
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
-    const requested = [...new Set(splitScopes(String(interaction.params.scope ?? '')))];
     const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
       title: `Authorize ${app.name}`,
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
-      scopes: requested.filter(isScope).map((scope) => ({ scope, description: SCOPES[scope] })),
+      scopes: describeScopes(String(interaction.params.scope ?? '')),
       // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
       ignoredScopes: ignored,
       // A device flow has no redirect: the device that showed the code gets the tokens.
@@ -220,10 +221,15 @@ async function finish(ctx: Context, interaction: Interaction, result: Interactio
  * the session as it now is (signed in, or signed out) and so the right next step, even once
  * this interaction has expired. A device flow has no authorization request to repeat (its code
  * was entered once): it resumes at the verification page's own address for it, which asks the
- * session again while the device code lasts.
+ * session again while the device code lasts. A pushed request (RFC 9126) is pushed again when
+ * its link is followed (restart.ts): an application may accept no other.
  */
-export function flowStart(interaction: Pick<Interaction, 'params' | 'deviceCode' | 'returnTo'>): string {
+export function flowStartOf(interaction: Pick<Interaction, 'params' | 'deviceCode' | 'returnTo'> & { parJti?: string }, cookieKeys: readonly string[]): string {
   if (interaction.deviceCode) return new URL(interaction.returnTo).pathname;
+  if (interaction.parJti) {
+    const pushed = Object.entries(interaction.params).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+    return restartLink(cookieKeys, Object.fromEntries(pushed));
+  }
   const { [IGNORED_SCOPE_PARAM]: ignored, ...params } = interaction.params;
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {

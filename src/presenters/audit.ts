@@ -58,6 +58,9 @@ export function auditDetails(details: Record<string, unknown>, labelOf: (field: 
         const { from, to } = change as { from: unknown; to: unknown };
         phrases.push(`${labelOf(field)}: ${shown(from)} → ${shown(to)}`);
       }
+    } else if (key === 'authorizationsEnded') {
+      // A new callback URL ends every grant of the application (services/apps.ts).
+      phrases.push(`every user's authorization ended, so each consents again (${shown(value)} ${value === 1 ? 'user' : 'users'})`);
     } else if (key === 'lastFour') {
       phrases.push(`secret …${shown(value)}`);
     } else if (key === 'secretId') {

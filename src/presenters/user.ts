@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { UserRow } from '../db/users.js';
+import type { UserFields } from '../policies/user-fields.js';
 import { toIso } from '../time.js';
 import { recordId } from '../ids.js';
 import { timestamp } from './json.js';
@@ -22,5 +23,28 @@ export function presentUser(row: UserRow, options: { email?: boolean } = {}): Us
     ...(options.email === false ? {} : { email: row.email }),
     name: row.name,
     createdAt: toIso(row.created_at)!,
+  };
+}
+
+/**
+ * The token's user as `GET /apis/v2/user` shows it: the id, and the fields `fields` allows
+ * (policies/user-fields.ts). The address only once verified; `emailVerified` says whether it is.
+ */
+export const apiUserJson = z.object({
+  id: recordId,
+  username: z.string().optional().describe('With the `profile`, `groups:read-only` or `groups:read-write` scope, or a personal access token'),
+  name: z.string().optional().describe('With the `profile`, `groups:read-only` or `groups:read-write` scope, or a personal access token'),
+  email: z.string().optional().describe('With the `email` scope or a personal access token, and only once the address is verified'),
+  emailVerified: z.boolean().optional().describe('Whether the account\'s address is verified; with the `email` scope or a personal access token'),
+});
+export type ApiUserJson = z.infer<typeof apiUserJson>;
+
+export function presentApiUser(row: UserRow, fields: UserFields): ApiUserJson {
+  const verified = Boolean(row.email_verified_at);
+  return {
+    id: Number(row.id),
+    ...(fields.profile ? { username: row.username, name: row.name } : {}),
+    ...(fields.email && verified ? { email: row.email } : {}),
+    ...(fields.email ? { emailVerified: verified } : {}),
   };
 }

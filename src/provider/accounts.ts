@@ -31,8 +31,11 @@ export function accountFinder(db: Knex): (sub: string) => Promise<IdpAccount | u
           sub,
           preferred_username: username,
           name: name || username,
-          email,
-          // True only once a link mailed to this very address was followed.
+          // An address is released only once a link mailed to it was followed: anyone can sign up
+          // with someone else's address, and a relying party that links accounts by e-mail would
+          // hand that person's account over ("nOAuth"). Until then `email_verified` is false and
+          // no `email` comes with it, so the client learns the account has no verified address.
+          ...(emailVerified ? { email } : {}),
           email_verified: emailVerified,
         };
       },

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { findClientWithSecrets, signOutUrlsOf, touchSecret } from '../db/apps.js';
+import { findClientWithSecrets, signOutUrlsOf, touchSecret, type AppRow } from '../db/apps.js';
 import { changeVersionsOf } from '../services/change-versions.js';
 import { now } from '../time.js';
 import { isClientId } from '../ids.js';
@@ -42,6 +42,7 @@ export function createClientAdapter(db: Knex): Adapter {
       return {
         client_id: app.client_id,
         ...authentication,
+        application_type: isNativeLoopback(app) ? 'native' : 'web',
         client_name: app.name,
         client_uri: app.homepage_url,
         redirect_uris: [app.callback_url],
@@ -66,6 +67,27 @@ export function createClientAdapter(db: Knex): Adapter {
   };
 }
 
+/** The loopback names the library treats alike (lib/consts/client_attributes.js's LOOPBACKS). */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * A public application whose callback is http on the loopback address: a native app (RFC 8252
+ * §7.3) that listens on whatever port is free when it starts. As an `application_type: 'native'`
+ * client the library matches such a callback on any port (Client#redirectAllowed), and asks the
+ * person to consent on every authorization (the consent prompt's `native_client_prompt`). The
+ * library accepts a native client only when none of its URLs is https on a loopback name, which
+ * the callback rules allow a web application: such an application stays `web`. A `localhost`
+ * callback, refused for new public applications, keeps matching exactly.
+ */
+function isNativeLoopback(app: Pick<AppRow, 'client_type' | 'callback_url' | 'sign_out_urls'>): boolean {
+  if (app.client_type !== 'public') return false;
+  const callback = URL.parse(app.callback_url);
+  if (!callback || callback.protocol !== 'http:' || !['127.0.0.1', '[::1]'].includes(callback.hostname)) return false;
+  return signOutUrlsOf(app).every((url) => {
+    const parsed = URL.parse(url);
+    return !(parsed?.protocol === 'https:' && LOOPBACK_HOSTS.has(parsed.hostname));
+  });
+}
 
 /**
  * Replaces the library's plain comparison: the presented secret's SHA-256 is compared with every

@@ -33,6 +33,30 @@ export function authorizeQueryDefaults(authorizationPath: string) {
 }
 
 /**
+ * The other two ways into an authorization, a pushed request (RFC 9126) and a device's (RFC
+ * 8628), take the same parameters in a form body, and reach the same consent page: their forms
+ * are read as authorizeQueryDefaults reads the authorize query (no scope means groups:read-only,
+ * commas, unknown scopes named by IGNORED_SCOPE_PARAM, whose value a client sends itself is
+ * dropped, so no words of the client's choosing reach the page). A device authorization has no
+ * response_type, and none is added to it. Runs after readFormBodies, which parsed the form.
+ */
+export function authorizationFormDefaults(pushedRequestPath: string, deviceAuthorizationPath: string) {
+  return async function defaultAuthorizationForm(ctx: Context, next: Next): Promise<void> {
+    const entry = ctx.method !== 'POST' ? undefined : ctx.path === pushedRequestPath ? 'pushed' : ctx.path === deviceAuthorizationPath ? 'device' : undefined;
+    const form = entry ? parsedForm(ctx) : undefined;
+    if (form) {
+      const normal = authorizeQuery(form, { responseType: entry === 'pushed' });
+      if (normal) setParsedForm(ctx, withoutUndefined(normal));
+    }
+    await next();
+  };
+}
+
+function withoutUndefined(params: Query): FormParams {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
+}
+
+/**
  * The scopes of the request this service does not know, space separated, for the consent page to
  * name: the library drops them from the request's `scope` before the interaction sees it. Set by
  * this step only; a value the client sends itself is replaced or removed.
@@ -44,7 +68,7 @@ export const IGNORED_SCOPE_PARAM = 'ignored_scope';
  * repeated parameter is left for the library to refuse. Returns undefined when the query needs
  * no change.
  */
-function authorizeQuery(query: Query): Query | undefined {
+function authorizeQuery(query: Query, options: { responseType: boolean } = { responseType: true }): Query | undefined {
   const { scope, response_type, [IGNORED_SCOPE_PARAM]: sentIgnored, ...rest } = query;
   const normalScope = typeof scope === 'string' ? splitScopes(scope).join(' ') : scope;
   const ignored = typeof normalScope === 'string' ? [...new Set(splitScopes(normalScope).filter((s) => !isScope(s)))].join(' ') : '';
@@ -53,7 +77,7 @@ function authorizeQuery(query: Query): Query | undefined {
   if (!normalScope) changes.scope = DEFAULT_SCOPE;
   else if (typeof normalScope === 'string' && knownScopes(normalScope) === undefined) changes.scope = `${normalScope} ${DEFAULT_SCOPE}`;
   else if (normalScope !== scope) changes.scope = normalScope;
-  if (!response_type) changes.response_type = 'code';
+  if (!response_type && options.responseType) changes.response_type = 'code';
   if (!Object.keys(changes).length && sentIgnored === undefined) return undefined;
   return { ...rest, scope, response_type, ...changes };
 }

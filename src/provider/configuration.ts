@@ -147,6 +147,10 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       },
       // Userinfo serves the claims of the granted OpenID Connect scopes.
       userinfo: { enabled: true },
+      // RFC 8707 is on by default in oidc-provider 9, answering any `resource` parameter with
+      // invalid_target since no resource server is configured. Off until resources are: the
+      // parameter is then ignored, as RFC 8707 asks of a server that does not support it.
+      resourceIndicators: { enabled: false },
     },
     // Tokens of a third-party server outlive the browser session that created them.
     expiresWithSession: async () => false,
@@ -197,11 +201,32 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
 }
 
 /**
- * oidc-provider's prompts; with REQUIRE_VERIFIED_EMAIL, an account whose address is not verified
- * always meets the consent step (where the page refuses it), even with a grant that would skip it.
+ * oidc-provider's prompts, where an earlier grant skips the consent page, except for two kinds of
+ * request, which meet it every time (until the person answers it in this very flow):
+ * - a public application's (a native or single-page app): with no secret, anyone can send its
+ *   client_id, and a second program listening on its callback would get a code silently (RFC 8252
+ *   §8.6); `prompt=none` is answered `consent_required`;
+ * - the device flow's: anyone can ask for a device code, and a grant would let one click on
+ *   "Connect" hand its poll a token; the consent page names what the device gets.
+ * With REQUIRE_VERIFIED_EMAIL, an account whose address is not verified always meets the consent
+ * step (where the page refuses it), even with a grant that would skip it.
  */
 function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Prompt[] {
   const policy = interactionPolicy.base();
+  const consent = policy.get('consent')!;
+  // After the library's `consent_prompt` (prompt=consent asked for), before every other reason:
+  // the first reason found names the error prompt=none gets.
+  const unanswered = (ctx: KoaContextWithOIDC) => !ctx.oidc.result?.consent;
+  consent.checks.add(
+    new interactionPolicy.Check('public_client', 'a public client is authorized by the person on every request', 'consent_required', (ctx) =>
+      ctx.oidc.client?.clientAuthMethod === 'none' && unanswered(ctx)),
+    1,
+  );
+  consent.checks.add(
+    new interactionPolicy.Check('device_flow', 'a device is authorized by the person on every request', 'consent_required', (ctx) =>
+      (ctx.oidc.route === 'code_verification' || ctx.oidc.route === 'device_resume') && unanswered(ctx)),
+    2,
+  );
   if (requireVerifiedEmail) {
     policy.get('consent')!.checks.add(
       new interactionPolicy.Check('email_not_verified', 'the e-mail address of the account is not verified', 'interaction_required', (ctx) => {

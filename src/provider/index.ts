@@ -7,6 +7,7 @@ import type { Limits } from '../services/limits.js';
 import type { SessionIndex } from '../services/sessions.js';
 import { clientAuthLimit } from './client-auth-limit.js';
 import {
+  authorizationFormDefaults,
   authorizeQueryDefaults,
   authorizeRedirectsAs302,
   oauthMetadataAddress,
@@ -61,6 +62,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(devicePollInterval(deps.limits, ROUTES.token));
   provider.use(deviceAuthorizationResponse(ROUTES.device_authorization, config.deviceFlow.pollIntervalS));
   provider.use(authorizeQueryDefaults(ROUTES.authorization));
+  provider.use(authorizationFormDefaults(ROUTES.pushed_authorization_request, ROUTES.device_authorization));
   provider.use(oauthMetadataAddress);
   provider.use(authorizeRedirectsAs302);
   provider.use(scriptlessSignedOutLogout(pages));

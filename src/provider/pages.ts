@@ -4,6 +4,8 @@ import type { ErrorOut, KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { findUserById, type UserRow } from '../db/users.js';
 import { isDisabled } from '../policies/site.js';
+import { consentSubject } from '../services/apps.js';
+import { describeScopes } from '../vocabulary.js';
 
 /** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
 export type RenderPage = (
@@ -146,12 +148,20 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       }, 200);
     },
 
-    /** "Connect <application>?": the code and where the request came from, before sign-in and consent. */
+    /**
+     * "Connect <application>?": the code, the application with its group, what it asks for (in
+     * the consent page's words) and where the request came from, before sign-in and consent.
+     * Anyone can ask for a device code: the person must see whom a click here would serve.
+     */
     async userCodeConfirmSource(ctx: KoaContextWithOIDC, _form: string, client: { clientName?: string; clientId: string }, deviceInfo: { ip?: string; ua?: string } | undefined, userCode: string): Promise<void> {
+      const { groupName } = await consentSubject(db, client.clientId);
+      const requested = ctx.oidc.entities.DeviceCode as { params?: Record<string, unknown> } | undefined;
       render(ctx, 'device/confirm', {
         title: `Connect ${client.clientName ?? client.clientId}?`,
         currentUser: await signedInUser(ctx),
         appName: client.clientName ?? client.clientId,
+        groupName,
+        scopes: describeScopes(String(requested?.params?.scope ?? '')),
         device: { ip: deviceInfo?.ip ?? '', ua: deviceInfo?.ua ?? '' },
         userCode,
         action: ctx.oidc.urlFor('code_verification'),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, problemOf } from '../errors.js';
 import * as apps from '../db/apps.js';
 import { countGrantsOfClient, deleteUserGrantByGrantId, grantIdsOfClient } from '../db/grants.js';
 import { recordAudit } from '../db/audit.js';
@@ -116,10 +116,21 @@ export async function createApplication(
   });
 }
 
-export async function updateApplication(db: Knex, access: AppAccess, input: unknown): Promise<apps.AppRow> {
+/**
+ * Edits an application (owners only). A new callback URL is a new place codes are sent to, and a
+ * grant skips the consent page that says where that is: so every grant of the application ends
+ * with its codes and tokens, and each user consents again (the audit record says how many). They
+ * end before the change, then again after it for any given in between, so a failure leaves either
+ * nothing changed or the new callback with at most those grants, never the new callback with
+ * every old grant (which a retry of the same edit, changing nothing, would not end). `provider`
+ * reaches the token storage; only a caller that never changes the callback may leave it out.
+ */
+export async function updateApplication(db: Knex, provider: Provider | undefined, access: AppAccess, input: unknown): Promise<apps.AppRow> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
   const data = rules.parse(rules.applicationChanges, input);
+  const publicProblem = data.callbackURL !== undefined && isPublic(app) ? rules.publicCallbackProblem(data.callbackURL) : undefined;
+  if (publicProblem) throw rules.invalidFields([{ field: 'callbackURL', problem: problemOf('callbackURL', publicProblem), message: publicProblem }]);
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
@@ -140,12 +151,23 @@ export async function updateApplication(db: Knex, access: AppAccess, input: unkn
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
     },
   );
+  const callbackChanged = fields.callback_url !== app.callback_url;
+  const endGrants = async () => {
+    // A caller without the token storage (the CLI's switches) never changes the callback.
+    if (!provider) throw new Error('a new callback URL ends the application\'s grants: updateApplication needs the provider');
+    const grantIds = await grantIdsOfClient(db, app.client_id);
+    await revokeGrants(db, provider, grantIds);
+    return grantIds.length;
+  };
+  const ended = callbackChanged ? await endGrants() : 0;
   await changing(db, [`app:${app.client_id}`], () =>
     db.transaction(async (trx) => {
       await apps.updateApp(trx, app.id, { ...fields, at });
-      await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details: { changes }, ip: actor.ip }, at);
+      const details = callbackChanged ? { changes, authorizationsEnded: ended } : { changes };
+      await recordAudit(trx, { groupId: app.group_id, actorId: auditActorId(actor), action: 'app.update', target: app.client_id, details, ip: actor.ip }, at);
     }),
   );
+  if (callbackChanged) await endGrants();
   return { ...app, ...fields, updated_at: at };
 }
 

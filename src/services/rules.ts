@@ -109,8 +109,22 @@ const callbackURL = z
     if (problem) ctx.addIssue({ code: 'custom', message: `callbackURL ${problem}` });
   })
   .describe(
-    'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]. The authorize request\'s redirect_uri must equal it exactly.',
+    'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]; a `public` application may not use localhost. The authorize request\'s redirect_uri must equal it exactly, except that a `public` application\'s http://127.0.0.1 or http://[::1] callback matches on any port (RFC 8252). Changing it ends every user\'s authorization of the application: each must authorize it again.',
   );
+
+/**
+ * RFC 8252 §8.3: a native application's loopback callback names the loopback address (127.0.0.1
+ * or [::1]) rather than `localhost`, which the machine may resolve elsewhere, and which another
+ * program may answer on. A public application is held to it; a confidential one (a development
+ * server) keeps `localhost`. Undefined when the callback is fine for a public application.
+ */
+export function publicCallbackProblem(callbackURL: string): string | undefined {
+  const host = safeUrl(callbackURL)?.hostname.toLowerCase();
+  if (host === 'localhost' || host?.endsWith('.localhost')) {
+    return 'callbackURL must not use localhost in a public application: use http://127.0.0.1 or http://[::1], on any port';
+  }
+  return undefined;
+}
 
 const MAX_SIGN_OUT_URLS = 10;
 
@@ -151,8 +165,8 @@ const requirePushedAuthorizationRequests = z
     'Require pushed authorization requests (RFC 9126): an authorization request is taken only as a `request_uri` from `POST /login/oauth/par`; a plain one is refused. Off by default.',
   );
 
-/** A new OAuth application; an unknown field is an error. */
-export const newApplication = z.strictObject({
+/** The fields of an application, without the rules that tie one to another. */
+const applicationFields = z.strictObject({
   name,
   homepageURL,
   description,
@@ -163,13 +177,19 @@ export const newApplication = z.strictObject({
   requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.default(false),
 });
 
+/** A new OAuth application; an unknown field is an error. A public one's callback is not on localhost. */
+export const newApplication = applicationFields.superRefine((app, ctx) => {
+  const problem = app.type === 'public' ? publicCallbackProblem(app.callbackURL) : undefined;
+  if (problem) ctx.addIssue({ code: 'custom', path: ['callbackURL'], message: problem });
+});
+
 /**
  * An edit of an application names only the fields it changes. The defaults of the description ('')
  * and of the sign-out URLs ([]) and of the two switches (false) are dropped here: with them, an edit that leaves one out would
  * silently empty it. The type is not among them: a public client's tokens were issued without a
- * secret, so it stays what it was registered as.
+ * secret, so it stays what it was registered as. (The service checks a new callback against it.)
  */
-export const applicationChanges = newApplication
+export const applicationChanges = applicationFields
   .omit({ type: true })
   .partial()
   .extend({

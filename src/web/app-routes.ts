@@ -48,6 +48,7 @@ const NOTICES: Record<string, string> = {
   'app-repeated': `This form was submitted already: this is the application it created. Its client secret ${SHOWN_ONCE}`,
   'secret-repeated': `This form was submitted already: the client secret it generated is listed below. It ${SHOWN_ONCE}`,
   updated: 'Application updated.',
+  'callback-changed': 'Application updated. Its authorization callback URL changed, so every user\'s authorization of it ended: each must authorize it again.',
   'secret-revoked': 'Client secret revoked. It no longer authenticates.',
   deleted: 'Application deleted. Its codes and tokens no longer work.',
   'tokens-revoked': 'Every user token of this application is revoked. Its users must authorize it again.',
@@ -250,13 +251,15 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.post('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
     const access = appAccess(ctx);
     const values = appForm(ctx);
+    let updated: AppRow;
     try {
-      await updateApplication(db, access, appInput(values));
+      updated = await updateApplication(db, provider, access, appInput(values));
     } catch (err) {
       await renderEdit(ctx, access, { values, errors: fieldErrors(err) }, (err as AppError).status);
       return;
     }
-    ctx.redirect(`${appUrl(access.group, access.app)}?notice=updated`);
+    const notice = updated.callback_url !== access.app.callback_url ? 'callback-changed' : 'updated';
+    ctx.redirect(`${appUrl(access.group, access.app)}?notice=${notice}`);
   });
 
   router.post('/apps/:clientId/secrets', ownersOnly, loadApp, async (ctx) => {

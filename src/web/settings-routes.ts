@@ -5,7 +5,7 @@ import { toIso } from '../time.js';
 import { NotFoundError, type AppError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
-import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
+import { API_SCOPES, isScope, PERSONAL_TOKEN_SCOPES } from '../vocabulary.js';
 import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
@@ -27,7 +27,7 @@ const EXPIRATIONS = [
 ] as const;
 const DEFAULT_EXPIRATION = '30';
 
-const TOKEN_SCOPES = API_SCOPES.map((scope) => ({ value: scope, description: SCOPES[scope] }));
+const TOKEN_SCOPES = API_SCOPES.map((scope) => ({ value: scope, description: PERSONAL_TOKEN_SCOPES[scope] }));
 
 const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, revoke it and generate another.';
 

@@ -194,13 +194,108 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(await appRow(app.clientID)).to.equal(undefined);
     });
 
-    it('works with an ho_ token of the authorization-code flow that has groups:read-write', async () => {
+  });
+
+  describe('an application’s OAuth token (ho_), whatever its scope', () => {
+    const ATTACKER_CALLBACK = 'https://attacker.example.test/cb';
+
+    /**
+     * The owner of a group whose application people have authorized, and a third-party
+     * application (of another group) the owner authorized with groups:read-write.
+     */
+    async function ownerAndThirdParty() {
       const { owner, group, token } = await owned();
+      const target = await created(token, group.id);
+      const otherOwner = await makeUser(idp.db);
+      const third = await makeApp(idp.db, otherOwner.id, (await makeGroup(idp.db, otherOwner.id)).id);
+      const { accessToken } = await oauthTokens(idp.url, { clientId: third.clientId, clientSecret: third.clientSecret, redirectUri: CALLBACK }, owner, 'groups:read-write');
+      return { owner, group, token, target, ho: accessToken };
+    }
+
+    it('cannot point another application at its own callback, mint its secret, or make any other change: 403 personal_token_required', async () => {
+      const { group, target, ho } = await ownerAndThirdParty();
+      const before = await appRow(target.clientID);
+      const audit = await count('audit_events', { group_id: group.id });
+      const requests: Array<[string, string, unknown?]> = [
+        ['PATCH', `/oauth-apps/${target.clientID}`, { callbackURL: ATTACKER_CALLBACK }],
+        ['PATCH', `/oauth-apps/${target.clientID}`, { signOutRedirectURLs: [ATTACKER_CALLBACK] }],
+        ['POST', `/oauth-apps/${target.clientID}/secrets`, {}],
+        ['DELETE', `/oauth-apps/${target.clientID}/secrets/${target.secretId}`],
+        ['DELETE', `/oauth-apps/${target.clientID}/grants`],
+        ['DELETE', `/oauth-apps/${target.clientID}`],
+        ['POST', `/groups/${group.id}/oauth-apps`, { ...VALID, callbackURL: ATTACKER_CALLBACK }],
+      ];
+      for (const [method, path, body] of requests) {
+        const res = await api(ho, method, path, body);
+        expectApiError(res, 403, 'personal_token_required');
+        expect(res.body.error_description, `${method} ${path}`).to.match(/personal access token \(ha_\)/);
+        expect(res.text).not.to.match(/hs_[0-9A-Za-z]{36}/);
+      }
+      expect(await appRow(target.clientID)).to.deep.equal(before);
+      expect(await secretRows(target.clientID)).to.have.length(1);
+      expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+      expect(await count('audit_events', { group_id: group.id })).to.equal(audit);
+    });
+
+    it('still reads the group’s applications, which changes nothing', async () => {
+      const { group, target, ho } = await ownerAndThirdParty();
+      expect((await api(ho, 'GET', `/groups/${group.id}/oauth-apps`)).status).to.equal(200);
+      const read = await api(ho, 'GET', `/oauth-apps/${target.clientID}`);
+      expect(read.status, read.text).to.equal(200);
+      expect(read.body.data.callbackURL).to.equal(CALLBACK);
+    });
+
+    it('leaves the owner’s personal access token (ha_) able to change the callback and mint a secret', async () => {
+      const { target, token } = await ownerAndThirdParty();
+      const edited = await api(token, 'PATCH', `/oauth-apps/${target.clientID}`, { callbackURL: 'https://new.example.test/cb' });
+      expect(edited.status, edited.text).to.equal(200);
+      expect(edited.body.data.callbackURL).to.equal('https://new.example.test/cb');
+      const secret = await api(token, 'POST', `/oauth-apps/${target.clientID}/secrets`, {});
+      expect(secret.status, secret.text).to.equal(201);
+      expect(isWellFormedToken(secret.body.data.secret, 'hs_')).to.equal(true);
+    });
+  });
+
+  describe('a new callback URL', () => {
+    const NEW_CALLBACK = 'http://127.0.0.1:9999/moved/callback';
+
+    /** Where the person's next authorization of the application stops: the consent page, or a code straight back at the callback. */
+    async function nextStep(browser: Browser, clientId: string, redirectUri: string): Promise<'consent' | 'code'> {
+      const page = await browser.follow(`/login/oauth/authorize?${new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, state: 's', scope: 'groups:read-only' })}`, redirectUri);
+      if (page.status === 200 && page.text.includes('/confirm"')) return 'consent';
+      expect(new URL(page.headers.get('location') ?? '', idp.url).searchParams.get('code'), `${page.status} ${page.text.slice(0, 200)}`).to.be.a('string');
+      return 'code';
+    }
+
+    it('ends every grant of the application, with its tokens, so each user consents again; the audit log says so', async () => {
+      const { group, token } = await owned();
       const app = await created(token, group.id);
-      const client = { owner, group, clientId: app.clientID, clientSecret: app.clientSecret, redirectUri: CALLBACK };
-      const { accessToken } = await oauthTokens(idp.url, client, owner, 'groups:read-write');
-      const res = await api(accessToken, 'POST', `/groups/${group.id}/oauth-apps`, { ...VALID, name: 'Made by OAuth' });
-      expect(res.status, res.text).to.equal(201);
+      const person = await makeUser(idp.db);
+      const client = { clientId: app.clientID, clientSecret: app.clientSecret, redirectUri: CALLBACK };
+      const { accessToken, refreshToken, browser } = await oauthTokens(idp.url, client, person);
+      // Authorized once, the person is not asked again.
+      expect(await nextStep(browser, app.clientID, CALLBACK)).to.equal('code');
+
+      const edited = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { callbackURL: NEW_CALLBACK });
+      expect(edited.status, edited.text).to.equal(200);
+
+      expect(await nextStep(browser, app.clientID, NEW_CALLBACK)).to.equal('consent');
+      expectInvalidToken(idp, await api(accessToken, 'GET', '/user'));
+      const refreshed = await tokenRequest(idp.url, { form: { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: app.clientID, client_secret: app.clientSecret } });
+      expect(refreshed.body.error, refreshed.text).to.equal('invalid_grant');
+      expect(await count('user_grants', { client_id: app.clientID })).to.equal(0);
+      const [update] = (await idp.db('audit_events').where({ group_id: group.id, action: 'app.update' })) as Array<{ details: string }>;
+      expect(JSON.parse(update!.details)).to.deep.equal({ changes: { callbackURL: { from: CALLBACK, to: NEW_CALLBACK } }, authorizationsEnded: 1 });
+    });
+
+    it('leaves the grants alone on an edit that keeps the callback', async () => {
+      const { group, token } = await owned();
+      const app = await created(token, group.id);
+      const person = await makeUser(idp.db);
+      const { browser } = await oauthTokens(idp.url, { clientId: app.clientID, clientSecret: app.clientSecret, redirectUri: CALLBACK }, person);
+      expect((await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { name: 'Renamed', callbackURL: CALLBACK })).status).to.equal(200);
+      expect(await nextStep(browser, app.clientID, CALLBACK)).to.equal('code');
+      expect(await count('user_grants', { client_id: app.clientID })).to.equal(1);
     });
   });
 

@@ -4,6 +4,7 @@ import { call, expectApiError } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 
 describeEachProfile('API endpoints', (profile) => {
   const idp = useIdp(profile);
@@ -18,25 +19,54 @@ describeEachProfile('API endpoints', (profile) => {
   });
 
   describe('GET /apis/v2/user', () => {
-    it('leaves the email out for an ho_ token without the email scope', async () => {
-      const { accessToken } = await oauthTokens(idp.url, client, user, 'groups:read-only');
-      const res = await call(idp, '/apis/v2/user', { token: accessToken });
+    /** A new user whose address is verified or not, as the test needs. */
+    async function person(verified: boolean): Promise<TestUser> {
+      const made = await makeUser(idp.db, { name: 'Ada <Lovelace>' });
+      await setEmailVerified(idp.db, made, verified);
+      return made;
+    }
+    const userOf = async (token: string) => {
+      const res = await call(idp, '/apis/v2/user', { token });
       expect(res.status, res.text).to.equal(200);
-      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>' } });
+      return res.body;
+    };
+
+    it('gives an ho_ token with groups:read-only the id, username and name (its consent page names them), and no address', async () => {
+      const ada = await person(true);
+      const { accessToken } = await oauthTokens(idp.url, client, ada, 'groups:read-only');
+      expect(await userOf(accessToken)).to.deep.equal({ data: { id: ada.id, username: ada.username, name: 'Ada <Lovelace>' } });
     });
 
-    it('includes the email for an ho_ token with the email scope', async () => {
-      const { accessToken, scope } = await oauthTokens(idp.url, client, user, 'openid email groups:read-only');
+    it('gives an openid-only ho_ token the id alone, as its consent page says ("your user id")', async () => {
+      const ada = await person(true);
+      const { accessToken, scope } = await oauthTokens(idp.url, client, ada, 'openid');
+      expect(scope).to.equal('openid');
+      expect(await userOf(accessToken)).to.deep.equal({ data: { id: ada.id } });
+    });
+
+    it('gives an ho_ token with profile the username and name, and with email a verified address and emailVerified', async () => {
+      const ada = await person(true);
+      const profile = await oauthTokens(idp.url, client, ada, 'openid profile');
+      expect(await userOf(profile.accessToken)).to.deep.equal({ data: { id: ada.id, username: ada.username, name: 'Ada <Lovelace>' } });
+      const email = await oauthTokens(idp.url, client, ada, 'openid email');
+      expect(await userOf(email.accessToken)).to.deep.equal({ data: { id: ada.id, email: ada.email, emailVerified: true } });
+    });
+
+    it('never gives an address that is not verified, to an ho_ token with the email scope or to the user’s own ha_ token: emailVerified says false', async () => {
+      // Tokens made while the address was verified; then it changes (as a new address does), unverified.
+      const ada = await person(true);
+      const { accessToken, scope } = await oauthTokens(idp.url, client, ada, 'openid email groups:read-only');
       expect(scope.split(' ')).to.include('email');
-      const res = await call(idp, '/apis/v2/user', { token: accessToken });
-      expect(res.status, res.text).to.equal(200);
-      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
+      const own = await personalToken(idp.db, ada.id);
+      await setEmailVerified(idp.db, ada, false);
+      expect(await userOf(accessToken)).to.deep.equal({ data: { id: ada.id, username: ada.username, name: 'Ada <Lovelace>', emailVerified: false } });
+      expect(await userOf(own)).to.deep.equal({ data: { id: ada.id, username: ada.username, name: 'Ada <Lovelace>', emailVerified: false } });
     });
 
-    it('includes the email for an ha_ token (the user’s own)', async () => {
-      const res = await call(idp, '/apis/v2/user', { token: pat });
-      expect(res.status, res.text).to.equal(200);
-      expect(res.body).to.deep.equal({ data: { id: user.id, username: user.username, name: 'Ada <Lovelace>', email: user.email } });
+    it('gives an ha_ token (the user’s own) every field, whatever its scope', async () => {
+      const ada = await person(true);
+      const own = await personalToken(idp.db, ada.id, { scopes: ['groups:read-only'] });
+      expect(await userOf(own)).to.deep.equal({ data: { id: ada.id, username: ada.username, name: 'Ada <Lovelace>', email: ada.email, emailVerified: true } });
     });
 
     it('answers 401 invalid_token when the token’s user no longer exists', async () => {

@@ -31,6 +31,15 @@ describeEachProfile('honest discovery', (profile) => {
     expect(doc.device_authorization_endpoint).to.equal(`${server.url}/login/oauth/device/code`);
   });
 
+  it('takes no resource indicators (RFC 8707) until resources are configured: a `resource` parameter is ignored, not answered invalid_target', async () => {
+    const app = await makeClient(server.db);
+    const query = new URLSearchParams({ client_id: app.clientId, redirect_uri: CALLBACK, state: 's', resource: 'https://api.example.test/' });
+    const res = await fetch(`${server.url}/login/oauth/authorize?${query}`, { redirect: 'manual' });
+    expect(res.status).to.equal(302);
+    // On to the sign-in page, not back to the client with an error.
+    expect(res.headers.get('location')).to.match(/^\/interaction\//);
+  });
+
   it('answers a pushed authorization request at /login/oauth/par only', async () => {
     const app = await makeClient(server.db);
     for (const [path, status] of [['/request', 404], ['/login/oauth/par', 201]] as const) {

@@ -6,6 +6,7 @@ import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { appAccess, makeClient, makeUser, type TestUser } from '../helpers/factories.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { callbackOf, passProvider } from '../helpers/oauth.js';
 
 /**
@@ -37,8 +38,10 @@ describeEachProfile('Auth.js (@auth/express) against the provider', function (pr
     // The site listens first: the application's callback URL names its port.
     site = await listen();
     user = await makeUser(server.db, { name: 'Ada Lovelace' });
+    // The address is released (ID token, userinfo) only once verified.
+    await setEmailVerified(server.db, user, true);
     const app = await makeClient(server.db, { user, redirectUri: `${site.url}/auth/callback/horizon` });
-    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [`${site.url}/`] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [`${site.url}/`] });
     site.server.on('request', authJsSite(server.url, app.clientId, app.clientSecret));
   });
   after(() => site?.close());

@@ -8,6 +8,7 @@ import type { Browser } from 'playwright-core';
 import { updateApplication } from '../../src/services/apps.js';
 import { describeEachProfile, freePort, useIdp, waitFor } from '../helpers/app.js';
 import { appAccess, makeClient, makeUser, type TestUser } from '../helpers/factories.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { CHROMIUM, launchChromium } from '../e2e/support.js';
 import { stopChild } from '../helpers/processes.js';
 
@@ -140,10 +141,12 @@ describeEachProfile('mod_auth_openidc in Apache against the provider', function 
       if (!existsSync(file)) throw new Error(`${file} is missing: install Debian's ${pkg} (apt-get install ${pkg}), as .ci/run does`);
     }
     user = await makeUser(server.db, { name: 'Grace Hopper' });
+    // The address is released (ID token, userinfo) only once verified.
+    await setEmailVerified(server.db, user, true);
     const port = await freePort();
     const { redirectUri, signedOutUrl } = relyingPartyUrls(port);
     const app = await makeClient(server.db, { user, redirectUri });
-    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [signedOutUrl] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [signedOutUrl] });
     apache = await startApache(port, { issuer: server.url, clientId: app.clientId, clientSecret: app.clientSecret });
     browser = await launchChromium();
   });

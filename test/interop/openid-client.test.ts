@@ -3,6 +3,7 @@ import * as client from 'openid-client';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { makeClient, type TestUser } from '../helpers/factories.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { authorize } from '../helpers/oauth.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9999/openid-client/callback';
@@ -15,6 +16,8 @@ describeEachProfile('openid-client v6 against the provider', (profile) => {
   before(async () => {
     const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
     user = app.user;
+    // The address is released (ID token, userinfo) only once verified.
+    await setEmailVerified(server.db, user, true);
     // Discovery over plain http is allowed here only because the test server is on loopback.
     config = await client.discovery(new URL(server.url), app.clientId, app.clientSecret, undefined, {
       execute: [client.allowInsecureRequests],

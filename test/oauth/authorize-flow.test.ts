@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { makeClient, type Client } from '../helpers/factories.js';
 import { formAction } from '../helpers/html.js';
 import { authorize, authorizeUrl, discovery, tokenRequest, withClockAhead } from '../helpers/oauth.js';
@@ -52,7 +53,8 @@ describeEachProfile('authorization flow behaviour', (profile) => {
       expect(body.id_token).to.be.a('string').and.match(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     });
 
-    it('serves preferred_username and email at the discovery userinfo_endpoint for openid profile email', async () => {
+    it('serves preferred_username and a verified email at the discovery userinfo_endpoint for openid profile email', async () => {
+      await setEmailVerified(server.db, fx.user, true);
       const code = await codeFor(fx, 'openid profile email');
       const { body } = await exchange(fx, code);
       const { userinfo_endpoint } = await discovery(server.url);
@@ -62,6 +64,7 @@ describeEachProfile('authorization flow behaviour', (profile) => {
       expect(info.sub).to.equal(String(fx.user.id));
       expect(info.preferred_username).to.equal(fx.user.username);
       expect(info.email).to.equal(fx.user.email);
+      expect(info.email_verified).to.equal(true);
     });
   });
 

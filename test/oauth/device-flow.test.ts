@@ -3,7 +3,8 @@ import * as client from 'openid-client';
 import { describeEachProfile, startIdp, useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
 import { makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, formAction } from '../helpers/html.js';
+import { SCOPES } from '../../src/vocabulary.js';
+import { errorMessage, formAction, unescapeHtml } from '../helpers/html.js';
 import { tokenRequest } from '../helpers/oauth.js';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -49,11 +50,13 @@ describeEachProfile('Device authorization grant', (profile) => {
   let user: TestUser;
   let device: { clientId: string; clientSecret: string };
   let config: client.Configuration;
+  let groupName: string;
 
   before(async () => {
     owner = await makeUser(idp.db);
     user = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
+    const group = await makeGroup(idp.db, owner.id, { name: 'Living Room Screens' });
+    groupName = group.name;
     device = await makeApp(idp.db, owner.id, group.id, { name: 'TV App', deviceFlow: true });
     config = await client.discovery(new URL(idp.url), device.clientId, device.clientSecret, undefined, insecure);
   });
@@ -83,6 +86,52 @@ describeEachProfile('Device authorization grant', (profile) => {
     expect(await idp.db('user_grants').where({ user_id: user.id, client_id: device.clientId })).to.have.length(1);
     const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
     expect(refreshed.access_token).to.match(/^ho_/);
+  });
+
+  it('asks for consent even when the person authorized the application before, and its confirmation page names the group and the scopes', async () => {
+    const person = await makeUser(idp.db);
+    const first = await client.initiateDeviceAuthorization(config, { scope: 'groups:read-only' });
+    const firstTokens = client.pollDeviceAuthorizationGrant(config, first);
+    await enterCode(new Browser(idp.url), first.user_code, person);
+    expect((await firstTokens).access_token).to.match(/^ho_/);
+
+    // Anyone may ask for a code for this application and send it to the person, who has a grant of it.
+    const second = await client.initiateDeviceAuthorization(config, { scope: 'openid groups:read-write' });
+    const browser = new Browser(idp.url);
+    const entry = await browser.get('/login/device').expect(200);
+    const confirm = await browser.postForm('/login/device', { xsrf: hidden(entry, 'xsrf'), user_code: second.user_code }).expect(200);
+    expect(confirm.text).to.include('data-testid="device-confirm"');
+    expect(/data-testid="app-group">([^<]*)</.exec(confirm.text)?.[1]).to.equal(groupName);
+    const listed = [...confirm.text.matchAll(/<li><span class="scope">([^<]*)<\/span> ([^<]*)<\/li>/g)].map((m) => `${m[1]} ${unescapeHtml(m[2]!)}`);
+    expect(listed).to.deep.equal([`openid ${SCOPES.openid}`, `groups:read-write ${SCOPES['groups:read-write']}`]);
+
+    // Continue, then sign in: the consent page, not a token for the device.
+    const signInPage = await browser.follow(await browser.postForm('/login/device', { xsrf: hidden(confirm, 'xsrf'), user_code: hidden(confirm, 'user_code'), confirm: 'yes' }));
+    const consent = await browser.follow(await browser.submit(formAction(signInPage.text, '/login'), { login: person.username, password: person.password }));
+    expect(consent.status, consent.text.slice(0, 300)).to.equal(200);
+    expect(consent.text).to.include('/confirm"');
+    expect(consent.text).to.not.include('data-testid="device-success"');
+    expect(/data-testid="app-group">([^<]*)</.exec(consent.text)?.[1]).to.equal(groupName);
+    const pending = await tokenRequest(idp.url, { form: { grant_type: DEVICE_GRANT, device_code: second.device_code, client_id: device.clientId, client_secret: device.clientSecret } });
+    expect(pending.body.error, pending.text).to.equal('authorization_pending');
+
+    // Authorize: now the device gets its token.
+    const done = await browser.follow(await browser.submit(formAction(consent.text, '/confirm')));
+    expect(done.text).to.include('data-testid="device-success"');
+    expect((await client.pollDeviceAuthorizationGrant(config, second)).access_token).to.match(/^ho_/);
+  });
+
+  it('shows no words of the client on the consent page: an ignored_scope it sends with its device request is dropped, as at a plain authorize', async () => {
+    const words = 'Horizon staff approved this device, call 555 0100 to verify';
+    const response = await client.initiateDeviceAuthorization(config, { scope: 'groups:read-only', ignored_scope: words });
+    const browser = new Browser(idp.url);
+    const entry = await browser.get('/login/device').expect(200);
+    const confirm = await browser.postForm('/login/device', { xsrf: hidden(entry, 'xsrf'), user_code: response.user_code }).expect(200);
+    const signInPage = await browser.follow(await browser.postForm('/login/device', { xsrf: hidden(confirm, 'xsrf'), user_code: hidden(confirm, 'user_code'), confirm: 'yes' }));
+    const consent = await browser.follow(await browser.submit(formAction(signInPage.text, '/login'), { login: user.username, password: user.password })).expect(200);
+    expect(consent.text).to.include('/confirm"');
+    expect(unescapeHtml(consent.text)).to.not.include('555 0100');
+    expect(consent.text).to.not.include('data-testid="ignored-scopes"');
   });
 
   it('answers authorization_pending until the person approves, and slow_down to a poll within the interval', async () => {

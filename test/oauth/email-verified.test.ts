@@ -5,6 +5,7 @@ import { createMailer } from '../../src/services/mail.js';
 import { sendVerification } from '../../src/services/verification.js';
 import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
 import { csrfFrom, formAction, unescapeHtml } from '../helpers/html.js';
 import { authorize, authorizeUrl } from '../helpers/oauth.js';
@@ -27,13 +28,15 @@ async function verifyThroughMail(server: RunningIdp, smtp: MailServer, user: Tes
 
 describeEachProfile('email_verified as openid-client sees it', (profile) => {
   const smtp = useMailServer();
-  const server = useIdp(profile, () => ({ SMTP_URL: smtp.url }));
+  // An account with an unverified address goes through the flow here: the flow must not refuse it.
+  const server = useIdp(profile, () => ({ SMTP_URL: smtp.url, REQUIRE_VERIFIED_EMAIL: 'false' }));
   let user: TestUser;
   let config: client.Configuration;
 
   before(async () => {
     const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
     user = app.user;
+    await setEmailVerified(server.db, user, false);
     config = await client.discovery(new URL(server.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });
   });
 
@@ -61,16 +64,20 @@ describeEachProfile('email_verified as openid-client sees it', (profile) => {
     return { idToken: claims, userinfo: info };
   }
 
-  it('says false until the mailed link is followed, then true in the ID token and userinfo', async () => {
+  it('says false with no address until the mailed link is followed, then the address and true, in the ID token and userinfo', async () => {
     const browser = new Browser(server.url);
     const before = await signInWithOpenidClient(browser);
-    expect(before.idToken.email).to.equal(user.email);
+    // An unverified address is never released: a client that links accounts by e-mail could be handed someone else's.
+    expect(before.idToken).to.not.have.property('email');
+    expect(before.userinfo).to.not.have.property('email');
     expect(before.idToken.email_verified).to.equal(false);
     expect(before.userinfo.email_verified).to.equal(false);
 
     await verifyThroughMail(server, smtp, user);
 
     const after = await signInWithOpenidClient(browser);
+    expect(after.idToken.email).to.equal(user.email);
+    expect(after.userinfo.email).to.equal(user.email);
     expect(after.idToken.email_verified).to.equal(true);
     expect(after.userinfo.email_verified).to.equal(true);
   });

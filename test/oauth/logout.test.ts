@@ -31,7 +31,7 @@ describeEachProfile(`RP-initiated logout at ${LOGOUT}`, (profile) => {
   before(async () => {
     client = await makeClient(server.db);
     user = client.user;
-    await updateApplication(server.db, await appAccess(server.db, user.id, client.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, client.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
   });
 
   const signedIn = () => signIn(server.url, user);
@@ -124,7 +124,7 @@ describeEachProfile(`RP-initiated logout at ${LOGOUT}`, (profile) => {
     const browser = await signedIn();
     const url = logoutUrl({ client_id: app.clientId, post_logout_redirect_uri: SIGNED_OUT_URL });
     expect((await browser.get(url)).status).to.equal(400);
-    await updateApplication(server.db, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
+    await updateApplication(server.db, server.idp.provider, await appAccess(server.db, user.id, app.clientId), { signOutRedirectURLs: [SIGNED_OUT_URL] });
     expect((await browser.get(url)).status).to.equal(200);
   });
 

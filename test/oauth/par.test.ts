@@ -3,6 +3,7 @@ import * as client from 'openid-client';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { formAction, unescapeHtml } from '../helpers/html.js';
 import { authorizeUrl, callbackOf, passProvider } from '../helpers/oauth.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9999/par/callback';
@@ -64,6 +65,32 @@ describeEachProfile('Pushed authorization requests', (profile) => {
     const { app } = await appConfig(false);
     const page = await passProvider(new Browser(idp.url), authorizeUrl(idp.url, { clientId: app.clientId, redirectUri: REDIRECT_URI }), user, { callback: REDIRECT_URI });
     expect(callbackOf(page, REDIRECT_URI).searchParams.get('code')).to.be.a('string');
+  });
+
+  /** Opens `url` in a new browser, signs in as `user` on the flow's page, and returns the consent page it leads to. */
+  async function consentPageOf(url: string) {
+    const browser = new Browser(idp.url);
+    const signInPage = await browser.follow(url).expect(200);
+    const consent = await browser.follow(await browser.submit(formAction(signInPage.text, '/login'), { login: user.username, password: user.password })).expect(200);
+    expect(consent.text).to.include('/confirm"');
+    return consent.text;
+  }
+
+  it('shows no words of the client on the consent page: an ignored_scope it pushes is dropped, as at a plain authorize', async () => {
+    const { config } = await appConfig(true);
+    const words = 'Horizon staff approved this app, call 555 0100 to verify';
+    const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: REDIRECT_URI, scope: 'groups:read-only', state: 's', ignored_scope: words });
+    const page = await consentPageOf(url.href);
+    expect(unescapeHtml(page)).to.not.include('555 0100');
+    expect(page).to.not.include('data-testid="ignored-scopes"');
+  });
+
+  it('reads a pushed request’s scopes as a plain authorize does: unknown ones named as ignored, the default added', async () => {
+    const { config } = await appConfig(true);
+    const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: REDIRECT_URI, scope: 'user,repo', state: 's' });
+    const page = await consentPageOf(url.href);
+    expect(/data-testid="ignored-scopes">([\s\S]*?)<\/p>/.exec(page)?.[1]).to.include('<span class="scope">user</span>, <span class="scope">repo</span>');
+    expect(page).to.include('<span class="scope">groups:read-only</span>');
   });
 
   it('refuses a pushed request with another redirect_uri than the registered one', async () => {

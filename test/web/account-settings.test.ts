@@ -4,6 +4,7 @@ import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
+import { setEmailVerified } from '../helpers/email-verification.js';
 import { csrfFrom, fieldError, findOnceKey, formAction } from '../helpers/html.js';
 import { authorizeUrl, oauthTokens, refresh, withClockAhead } from '../helpers/oauth.js';
 
@@ -180,10 +181,12 @@ describeEachProfile('account settings pages', (profile) => {
 
     it('makes a token that works on /apis/v2 as its user, with the chosen scopes', async () => {
       const { user, browser } = await signedInUser();
+      // The user's own token gets every field of /user, the address too once verified.
+      await setEmailVerified(idp.db, user, true);
       const token = shownToken((await generate(browser, { name: 'api', scopes: ['groups:read-write'] })).text)!;
       const res = await call(idp, '/apis/v2/user', { token });
       expect(res.status, res.text).to.equal(200);
-      expect(res.body.data).to.deep.equal({ id: user.id, username: user.username, name: user.name, email: user.email });
+      expect(res.body.data).to.deep.equal({ id: user.id, username: user.username, name: user.name, email: user.email, emailVerified: true });
       expect((await call(idp, '/apis/v2/groups', { token })).status).to.equal(200);
     });
 

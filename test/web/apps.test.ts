@@ -183,11 +183,41 @@ describeEachProfile('OAuth application pages', (profile) => {
       const { group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
       const changed = { name: 'Renamed', homepageURL: 'https://new.example.test/home', description: 'New words', callbackURL: 'https://new.example.test/cb' };
-      await client.submit(appPage(group, app.clientId), changed).expect(302, `${appPage(group, app.clientId)}?notice=updated`);
+      await client.submit(appPage(group, app.clientId), changed).expect(302, `${appPage(group, app.clientId)}?notice=callback-changed`);
       expect(await appRow(app.clientId)).to.include({ name: 'Renamed', homepage_url: changed.homepageURL, description: 'New words', callback_url: changed.callbackURL });
       const res = await client.get(`${appPage(group, app.clientId)}?notice=updated`).expect(200);
       expect(res.text).to.include('Application updated.');
       expect(inputValue(res.text, 'callbackURL')).to.equal(changed.callbackURL);
+    });
+
+    it('ends every user’s authorization when Update application changes the callback URL, and says so beside the field, after the update and in the audit log', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const app = await createdApp(client, group);
+      const person = await join(group, owner, 'member');
+      const { accessToken } = await tokensFor(app.clientId, app.clientSecret, person);
+      const personBrowser = await signIn(idp.url, person);
+      const flow = (redirectUri: string) => personBrowser.follow(`/login/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, redirect_uri: redirectUri, state: 's' })}`, redirectUri);
+      // Authorized once: no consent page the next time.
+      expect((await flow(CALLBACK)).headers.get('location') ?? '').to.match(/[?&]code=/);
+
+      // The edit form, with the values it shows, and a new callback URL typed in.
+      const edit = await client.get(appPage(group, app.clientId)).expect(200);
+      const form = /<form[^>]*data-testid="edit-app-form"[^>]*>([\s\S]*?)<\/form>/.exec(edit.text)![1]!;
+      expect(unescapeHtml(form)).to.include('Changing it ends every user\'s authorization of the application: each must authorize it again.');
+      const fields = Object.fromEntries([...form.matchAll(/<(?:input|textarea)[^>]*name="([^"]+)"/g)].map((m) => [m[1]!, ''] as [string, string]));
+      for (const name of Object.keys(fields)) fields[name] = inputValue(form, name) ?? unescapeHtml(new RegExp(`<textarea[^>]*name="${name}"[^>]*>([^<]*)<`).exec(form)?.[1] ?? '');
+      delete fields._csrf;
+      for (const name of ['deviceFlow', 'requirePushedAuthorizationRequests']) delete fields[name];
+      const moved = 'http://127.0.0.1:9999/moved/callback';
+      const updated = await client.follow(await client.submit(appPage(group, app.clientId), { ...fields, callbackURL: moved }).expect(302)).expect(200);
+      expect(updated.text).to.include('Its authorization callback URL changed, so every user&#39;s authorization of it ended: each must authorize it again.');
+
+      const again = await flow(moved);
+      expect(again.status).to.equal(200);
+      expect(again.text).to.include('/confirm"');
+      expectInvalidToken(idp, await call(idp, '/apis/v2/user', { token: accessToken }));
+      const [event] = rows((await client.get(`/groups/${group.path}/settings/audit`).expect(200)).text, 'audit-row');
+      expect(event).to.include('Application updated').and.include(`${CALLBACK} → ${moved}`).and.include('every user\'s authorization ended, so each consents again (1 user)');
     });
 
     it('turns Enable Device Flow and Require pushed authorization requests on and off, each off by default', async () => {

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
-import { CALLBACK, makeClient, makeUser, PASSWORD, type Client } from '../helpers/factories.js';
+import { call } from '../helpers/api.js';
+import { CALLBACK, makeApp, makeClient, makeGroup, makeUser, PASSWORD, type Client } from '../helpers/factories.js';
 import { errorMessage, formAction, unescapeHtml } from '../helpers/html.js';
-import { authorizeUrl, callbackOf, tokenRequest } from '../helpers/oauth.js';
+import { authorizeUrl, basicAuth, callbackOf, tokenRequest, withClockAhead } from '../helpers/oauth.js';
 import { linkIn, useMailServer } from '../helpers/smtp.js';
 
 /** The href of the last link whose text is `text` (the page's own, after the header's), unescaped. */
@@ -190,5 +191,127 @@ describeEachProfile('Pages: the authorization flow keeps its place', function (p
     expect(page.text).to.include('Build Monitor').and.to.include(wrong);
     expect(page.text).not.to.include(CALLBACK);
     expect(errorMessage(page.text)).to.include('Build Monitor');
+  });
+});
+
+/**
+ * An application that requires pushed authorization requests (RFC 9126) refuses a plain authorize
+ * request, so the links that start its flow again push it again instead: each leads back into a
+ * flow that works, even when followed long after the pushed request expired.
+ */
+describeEachProfile('Pages: a pushed authorization request keeps its place', function (profile) {
+  this.timeout(30_000);
+
+  const smtp = useMailServer();
+  // A new account goes on to consent before verifying its address (the mailed link is followed later).
+  const idp = useIdp(profile, () => ({ SMTP_URL: smtp.url, REQUIRE_VERIFIED_EMAIL: 'false' }));
+  let app: { clientId: string; clientSecret: string };
+
+  before(async () => {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    app = await makeApp(idp.db, owner.id, group.id, { name: 'Pushed Monitor', requirePushedAuthorizationRequests: true });
+  });
+
+  /** The client's side: pushes its request, and sends the browser to authorize with the request_uri alone. */
+  async function pushedStart(state: string): Promise<string> {
+    const res = await call(idp, '/login/oauth/par', {
+      method: 'POST',
+      authorization: basicAuth(app.clientId, app.clientSecret),
+      form: { response_type: 'code', client_id: app.clientId, redirect_uri: CALLBACK, scope: 'groups:read-only', state },
+    });
+    expect(res.status, res.text).to.equal(201);
+    return `/login/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, request_uri: res.body.request_uri })}`;
+  }
+
+  /** Consents on `consent` and returns the callback it leads to, whose code the client exchanges. */
+  async function authorizeOn(browser: Browser, consent: Page, state: string): Promise<void> {
+    expect(consent.text).to.include('Authorize <span data-testid="app-name">Pushed Monitor</span>');
+    const callback = callbackOf(await browser.follow(await browser.submit(formAction(consent.text, '/confirm')), CALLBACK), CALLBACK);
+    expect(callback.searchParams.get('state')).to.equal(state);
+    const token = await tokenRequest(idp.url, { query: { client_id: app.clientId, client_secret: app.clientSecret, code: callback.searchParams.get('code')!, redirect_uri: CALLBACK } });
+    expect(token.status, token.text).to.equal(200);
+  }
+
+  /** Where a restart link leads: a new pushed request, then authorize with only client_id and its request_uri. */
+  async function expectPushedAgain(browser: Browser, link: string): Promise<Page> {
+    expect(link).to.match(/^\/login\/oauth\/restart\?request=/);
+    // The request's parameters are not in the link to read.
+    expect(link).not.to.include('st-par').and.not.to.include(encodeURIComponent(CALLBACK));
+    const pushed = await browser.get(link).expect(302);
+    const authorize = new URL(locationOf(pushed), idp.url);
+    expect(authorize.pathname).to.equal('/login/oauth/authorize');
+    expect([...authorize.searchParams.keys()].sort()).to.deep.equal(['client_id', 'request_uri']);
+    return browser.follow(pushed, CALLBACK);
+  }
+
+  it('signs up from the flow and continues to its consent; the mailed link works after the pushed request expired', async () => {
+    const browser = new Browser(idp.url);
+    const page = await browser.follow(await pushedStart('st-par')).expect(200);
+    expect(page.text).to.include('Pushed Monitor');
+    const signupPage = await browser.get(hrefOf(page.text, 'Create an account')).expect(200);
+    const back = hiddenReturnTo(signupPage.text)!;
+    expect(hrefOf(page.text, 'Forgot password\\?')).to.equal(`/forgot-password?return_to=${encodeURIComponent(back)}`);
+    const username = `par-${Date.now().toString(36)}`;
+    const created = await browser.submit('/signup', { username, email: `${username}@example.test`, name: 'New Person', password: PASSWORD, return_to: back }).expect(302);
+    expect(locationOf(created)).to.equal(back);
+    await authorizeOn(browser, await expectPushedAgain(browser, back), 'st-par');
+
+    const link = linkIn(await smtp.next(`${username}@example.test`), idp.url);
+    expect(link.searchParams.get('return_to')).to.equal(back);
+    // Followed two hours later: the pushed request lived a minute, the restart link still works.
+    await withClockAhead(2 * 60 * 60 * 1000, async () => {
+      const donePage = await browser.follow(await browser.get(link).expect(302)).expect(200);
+      expect(hrefOf(donePage.text, 'Continue')).to.equal(back);
+      // Signed in, and authorized a moment ago: straight back to the client with a code for its request.
+      const landed = callbackOf(await expectPushedAgain(browser, back), CALLBACK);
+      expect(landed.searchParams.get('state')).to.equal('st-par');
+      expect(landed.searchParams.get('code')).to.be.a('string');
+    });
+  });
+
+  it('Forgot password? mails a link that ends back in the pushed flow', async () => {
+    const user = await makeUser(idp.db);
+    const browser = new Browser(idp.url);
+    const page = await browser.follow(await pushedStart('st-par')).expect(200);
+    const forgotPage = await browser.get(hrefOf(page.text, 'Forgot password\\?')).expect(200);
+    const back = hiddenReturnTo(forgotPage.text)!;
+    await browser.submit('/forgot-password', { email: user.email, return_to: back }).expect(302);
+    const link = linkIn(await smtp.next(user.email), idp.url);
+    const resetPage = await browser.get(link).expect(200);
+    const set = await browser.submit('/reset-password', { token: link.searchParams.get('token')!, password: 'a brand new passphrase', password_confirmation: 'a brand new passphrase', return_to: hiddenReturnTo(resetPage.text)! }).expect(302);
+    const done = await browser.follow(set).expect(200);
+    const again = await expectPushedAgain(browser, hrefOf(done.text, 'Sign in'));
+    const consent = await browser.follow(await browser.submit(formAction(again.text, '/login'), { login: user.username, password: 'a brand new passphrase' })).expect(200);
+    await authorizeOn(browser, consent, 'st-par');
+  });
+
+  it('Not you? signs out and asks the same pushed request again', async () => {
+    const user = await makeUser(idp.db);
+    const other = await makeUser(idp.db);
+    const browser = await signIn(idp.url, user);
+    const consent = await browser.follow(await pushedStart('st-par-2')).expect(200);
+    expect(consent.text).to.include(user.username);
+    const switched = await browser.submit(formAction(consent.text, '/switch-account')).expect(302);
+    const signInPage = await expectPushedAgain(browser, locationOf(switched));
+    expect(signInPage.text).to.include('name="password"');
+    const otherConsent = await browser.follow(await browser.submit(formAction(signInPage.text, '/login'), { login: other.username, password: PASSWORD })).expect(200);
+    expect(otherConsent.text).to.include(other.username).and.not.to.include(user.username);
+    await authorizeOn(browser, otherConsent, 'st-par-2');
+  });
+
+  it('answers a restart link that was altered or has expired with a page that says so', async () => {
+    const browser = new Browser(idp.url);
+    const page = await browser.follow(await pushedStart('st-par')).expect(200);
+    const back = new URL(hrefOf(page.text, 'Create an account'), idp.url).searchParams.get('return_to')!;
+    const sealed = new URL(back, idp.url).searchParams.get('request')!;
+    const altered = `/login/oauth/restart?request=${sealed.slice(0, -4)}${sealed.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+    for (const link of [altered, '/login/oauth/restart', '/login/oauth/restart?request=%F0%9F%92%A9']) {
+      const refused = await browser.get(link).expect(400);
+      expect(errorMessage(refused.text)).to.match(/expired or is no longer valid/);
+    }
+    await withClockAhead(25 * 60 * 60 * 1000, async () => {
+      expect(errorMessage((await browser.get(back).expect(400)).text)).to.match(/expired or is no longer valid/);
+    });
   });
 });

@@ -18,7 +18,7 @@ import {
 } from '../../services/apps.js';
 import * as rules from '../../services/rules.js';
 import { apiGroupLoader, loadApp } from '../access.js';
-import { requireScope } from '../auth.js';
+import { requirePersonalToken, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { idParam, jsonObject } from '../params.js';
 
@@ -28,11 +28,13 @@ import { idParam, jsonObject } from '../params.js';
  * The OAuth applications of a group over /apis/v2, all with `groups:read-write`, for the
  * group's owners: a group or application of a group the caller is not in is a 404, a member
  * who is not an owner gets 403 (the `loadGroup` and `loadApp` steps), before the body is read.
+ * Every change takes a personal access token (`personal`): an OAuth token reads only.
  */
 export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; realm: string }): Router {
   const { db, provider } = deps;
   const router = new Router();
   const readWrite = requireScope('groups:read-write', deps.realm);
+  const personal = requirePersonalToken;
   const loadGroup = apiGroupLoader(db);
   const app = loadApp(db);
   const appAccess = (ctx: Context) => accessOf<AppAccess>(ctx);
@@ -48,7 +50,7 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
     sendPage(ctx, deps.issuer, page, { total, items: items.map((a) => presentApp(a)) });
   });
 
-  router.post('/groups/:id/oauth-apps', readWrite, loadGroup('manage-apps'), async (ctx) => {
+  router.post('/groups/:id/oauth-apps', personal, readWrite, loadGroup('manage-apps'), async (ctx) => {
     const { app: created, secret } = await createApplication(db, accessOf(ctx), jsonObject(ctx));
     ctx.status = 201;
     ctx.set('Location', `${deps.issuer}/apis/v2/oauth-apps/${encodeURIComponent(created.client_id)}`);
@@ -61,24 +63,24 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
     ctx.body = { data: await appWithSecrets(appAccess(ctx)) };
   });
 
-  router.patch('/oauth-apps/:clientID', readWrite, app, async (ctx) => {
+  router.patch('/oauth-apps/:clientID', personal, readWrite, app, async (ctx) => {
     const access = appAccess(ctx);
-    const updated = await updateApplication(db, access, jsonObject(ctx));
+    const updated = await updateApplication(db, provider, access, jsonObject(ctx));
     ctx.body = { data: await appWithSecrets({ ...access, app: updated }) };
   });
 
-  router.delete('/oauth-apps/:clientID', readWrite, app, async (ctx) => {
+  router.delete('/oauth-apps/:clientID', personal, readWrite, app, async (ctx) => {
     await deleteApplication(db, provider, appAccess(ctx));
     ctx.status = 204;
   });
 
   // GitHub's "Revoke all user tokens": every user's grant ends; the application and its secrets stay.
-  router.delete('/oauth-apps/:clientID/grants', readWrite, app, async (ctx) => {
+  router.delete('/oauth-apps/:clientID/grants', personal, readWrite, app, async (ctx) => {
     await revokeAllUserTokens(db, provider, appAccess(ctx));
     ctx.status = 204;
   });
 
-  router.post('/oauth-apps/:clientID/secrets', readWrite, app, async (ctx) => {
+  router.post('/oauth-apps/:clientID/secrets', personal, readWrite, app, async (ctx) => {
     rules.parse(rules.newSecret, jsonObject(ctx));
     const secret = await generateClientSecret(db, appAccess(ctx));
     ctx.status = 201;
@@ -86,7 +88,7 @@ export function appsApi(deps: { db: Knex; provider: Provider; issuer: string; re
     ctx.body = { data: { id: secret.id, secret: secret.secret, lastFour: secret.lastFour, createdAt: secret.createdAt } };
   });
 
-  router.delete('/oauth-apps/:clientID/secrets/:secretID', readWrite, app, async (ctx) => {
+  router.delete('/oauth-apps/:clientID/secrets/:secretID', personal, readWrite, app, async (ctx) => {
     await revokeClientSecret(db, appAccess(ctx), idParam(ctx, 'secretID'));
     ctx.status = 204;
   });

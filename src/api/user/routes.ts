@@ -2,7 +2,8 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import { userById } from '../../services/users.js';
 import { BearerError } from '../errors.js';
-import { presentUser } from '../../presenters/user.js';
+import { userFieldsFor } from '../../policies/user-fields.js';
+import { presentApiUser } from '../../presenters/user.js';
 import { authOf, requireScope } from '../auth.js';
 
 export function userApi(deps: { db: Knex; realm: string }): Router {
@@ -14,10 +15,8 @@ export function userApi(deps: { db: Knex; realm: string }): Router {
     if (!user) {
       throw new BearerError(401, 'invalid_token', 'the token\'s user no longer exists', `Bearer realm="${deps.realm}", error="invalid_token"`);
     }
-    // An OAuth token shows the email only when the user granted the email scope; a personal token is the user's own.
-    const email = auth.kind === 'personal' || auth.scopes.has('email');
-    const { createdAt: _createdAt, ...rest } = presentUser(user, { email });
-    ctx.body = { data: rest };
+    // What the scopes the person consented to allow (a personal token is the person's own).
+    ctx.body = { data: presentApiUser(user, userFieldsFor(auth)) };
   });
 
   return router;

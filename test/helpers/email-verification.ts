@@ -1,0 +1,16 @@
+import type { Knex } from 'knex';
+import { markEmailUnverified, markEmailVerified } from '../../src/db/users.js';
+import { changing } from '../../src/services/change-versions.js';
+import { now } from '../../src/time.js';
+
+/**
+ * Sets whether a user's address is verified, as following the mailed link (or changing the
+ * address) does, including the account's version in Redis, so every cached copy reads it at once.
+ * Tests that depend on it say which they need rather than relying on what the factories make.
+ */
+export async function setEmailVerified(db: Knex, user: { id: number; email: string }, verified: boolean): Promise<void> {
+  await changing(db, [`user:${user.id}`], async () => {
+    if (verified) await markEmailVerified(db, user.id, user.email, now());
+    else await markEmailUnverified(db, user.id);
+  });
+}
