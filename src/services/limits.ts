@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { isIPv4, isIPv6 } from 'node:net';
 import type { Knex } from 'knex';
 import {
   RateLimiterPostgres,
@@ -54,6 +55,38 @@ function storeOf(config: Config, db: Knex, redis: RedisClient | undefined, redis
   if (redis) return (o) => new RateLimiterRedis({ storeClient: redis, ...o, keyPrefix: `${redisKeyPrefix}rl:${o.keyPrefix}` });
   const sql = { storeClient: db, storeType: 'knex', tableName: RATE_LIMITS_TABLE, tableCreated: true, clearExpiredByTimeout: false };
   return config.databaseUrl.startsWith('postgres') ? (o) => new RateLimiterPostgres({ ...sql, ...o }) : (o) => new RateLimiterSQLite({ ...sql, ...o });
+}
+
+/**
+ * The network a per-address limit counts, for every such limit: an IPv4 address is itself; an
+ * IPv6 address stands for its /64, since one subscriber or host is usually given a whole /64 and
+ * may send from any of its 2^64 addresses; an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, as a
+ * dual-stack socket reports an IPv4 client) is the IPv4 address it maps. Anything else (no
+ * address at all) is kept as it is.
+ */
+export function addressKey(ip: string): string {
+  const address = ip.replace(/%.*$/, '');
+  if (isIPv4(address) || !isIPv6(address)) return address;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const before = head ? head.split(':') : [];
+  const after = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? before : [...before, ...Array<string>(8 - before.length - after.length).fill('0'), ...after];
+  return groups.map((g) => parseInt(g, 16));
 }
 
 /** Keys are bounded and carry no personal data in clear: a login or client id is digested. */
@@ -163,7 +196,8 @@ export class Limits {
    * more get through than the limit allows. A right password gives the points back.
    */
   async beforeSignIn(account: string, ip: string): Promise<SignInAttempt> {
-    const attempt: SignInAttempt = { pair: key(account, ip), ip: key(ip), account: key(account), pairCount: 0 };
+    const network = addressKey(ip);
+    const attempt: SignInAttempt = { pair: key(account, network), ip: key(network), account: key(account), pairCount: 0 };
     const [pair, address, failures] = await Promise.all([
       this.signinAccountIp ? consume(this.signinAccountIp.failures, attempt.pair) : undefined,
       this.signinIp ? consume(this.signinIp.limiter, attempt.ip) : undefined,
@@ -214,7 +248,7 @@ export class Limits {
    */
   async takeSignUp(ip: string): Promise<void> {
     if (!this.signup) return;
-    const taken = await consume(this.signup.limiter, key(ip));
+    const taken = await consume(this.signup.limiter, key(addressKey(ip)));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
       throw this.refused('signup-ip', new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds));
@@ -223,7 +257,7 @@ export class Limits {
 
   /** The sign-up was refused (a bad field, a taken name): it does not count. */
   async signUpNotMade(ip: string): Promise<void> {
-    await this.signup?.limiter.reward(key(ip), 1);
+    await this.signup?.limiter.reward(key(addressKey(ip)), 1);
   }
 
   /** One more verification mail for an account: a 429 past its limit. */
@@ -241,7 +275,7 @@ export class Limits {
   async takePasswordReset(email: string, ip: string): Promise<void> {
     const taken = await Promise.all([
       this.resetEmail ? consume(this.resetEmail.limiter, key(email.trim().toLowerCase())) : undefined,
-      this.resetIp ? consume(this.resetIp.limiter, key(ip)) : undefined,
+      this.resetIp ? consume(this.resetIp.limiter, key(addressKey(ip))) : undefined,
     ]);
     const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
     if (refused.length) throw this.refused(taken[0]?.allowed === false ? 'reset-email' : 'reset-ip', tooManyMails(Math.max(...refused)));
@@ -250,7 +284,7 @@ export class Limits {
   /** One report of leaked credentials from a client address: a 429 past its limit. */
   async takeCredentialReport(ip: string): Promise<void> {
     if (!this.credentialReportsIp) return;
-    const taken = await consume(this.credentialReportsIp.limiter, key(ip));
+    const taken = await consume(this.credentialReportsIp.limiter, key(addressKey(ip)));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
       throw this.refused(
