@@ -189,11 +189,14 @@ export class Limits {
   }
 
   /**
-   * Before a password is checked: throws a 429 when this account and address are blocked, when
-   * the address has failed too often, or when the account is slowed down and tried within the
-   * minute. The attempt takes its point from the account+address and address counters now, not
-   * after the password: 16 guesses sent at once are counted as 16 before any is checked, so no
-   * more get through than the limit allows. A right password gives the points back.
+   * Before a password (or a second factor, or a passkey's answer) is checked: throws a 429 when
+   * this account and address are blocked, when the address has failed too often, or when the
+   * account is slowed down and was tried within the minute. The attempt takes its point from each
+   * counter now, not after the check: 16 guesses sent at once are counted as 16 before any is
+   * checked, so no more get through than the limits allow. Past the account's own limit, one
+   * attempt a minute may go on (a point of its slow-down counter, taken the same way). A right
+   * secret gives the points back; a refused attempt gives back the account's point, so only
+   * checked failures slow an account down.
    */
   async beforeSignIn(account: string, ip: string): Promise<SignInAttempt> {
     const network = addressKey(ip);
@@ -201,45 +204,51 @@ export class Limits {
     const [pair, address, failures] = await Promise.all([
       this.signinAccountIp ? consume(this.signinAccountIp.failures, attempt.pair) : undefined,
       this.signinIp ? consume(this.signinIp.limiter, attempt.ip) : undefined,
-      this.signinAccount ? pointsOf(this.redis, this.signinAccount.failures, attempt.account) : undefined,
+      this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
     ]);
     attempt.pairCount = pair?.res.consumedPoints ?? 0;
+    const refuse = async (name: string, seconds: number) => {
+      await this.signinAccount?.failures.reward(attempt.account, 1);
+      return this.refused(name, tooManySignIns(seconds));
+    };
     for (const [name, taken] of [['signin-account-ip', pair], ['signin-ip', address]] as const) {
-      if (taken && !taken.allowed) throw this.refused(name, tooManySignIns(retryAfterS(taken.res)));
+      if (taken && !taken.allowed) throw await refuse(name, retryAfterS(taken.res));
     }
-    if (this.signinAccount && failures !== undefined && failures >= this.signinAccount.points) {
+    if (this.signinAccount && failures && !failures.allowed) {
       const slow = await consume(this.signinAccount.slow, attempt.account);
-      if (!slow.allowed) throw this.refused('signin-account', tooManySignIns(retryAfterS(slow.res)));
+      if (!slow.allowed) throw await refuse('signin-account', retryAfterS(slow.res));
     }
     return attempt;
   }
 
-  /** A wrong password (or unknown account): counted against the account too, and the pair blocked past its limit. */
+  /** A wrong password (or unknown account): its points stay taken, and the pair is blocked past its limit. */
   async signInFailed(attempt: SignInAttempt): Promise<void> {
-    const [, struck] = await Promise.all([
-      this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
-      this.signinAccountIp ? pointsOf(this.redis, this.signinAccountIp.strikes, attempt.pair) : undefined,
-    ]);
     if (!this.signinAccountIp) return;
     const { failures, strikes, points } = this.signinAccountIp;
+    const struck = await pointsOf(this.redis, strikes, attempt.pair);
     if (attempt.pairCount < points && !struck) return;
     // Past the limit, or failing again after an earlier block: block for twice as long as last time.
     const n = (await consume(strikes, attempt.pair)).res.consumedPoints;
     await failures.block(attempt.pair, Math.min(FIRST_DELAY_S * 2 ** (n - 1), MAX_DELAY_S));
   }
 
-  /** A right password: this account and address start afresh, and the address gets its point back. */
+  /** A right password: this account and address start afresh, and the address and the account get their points back. */
   async signInSucceeded(attempt: SignInAttempt): Promise<void> {
     await Promise.all([
       this.signinAccountIp?.failures.delete(attempt.pair),
       this.signinAccountIp?.strikes.delete(attempt.pair),
       this.signinIp?.limiter.reward(attempt.ip, 1),
+      this.signinAccount?.failures.reward(attempt.account, 1),
     ]);
   }
 
   /** The password was never checked (the hashing queue was full): the attempt's points go back. */
   async signInNotChecked(attempt: SignInAttempt): Promise<void> {
-    await Promise.all([this.signinAccountIp?.failures.reward(attempt.pair, 1), this.signinIp?.limiter.reward(attempt.ip, 1)]);
+    await Promise.all([
+      this.signinAccountIp?.failures.reward(attempt.pair, 1),
+      this.signinIp?.limiter.reward(attempt.ip, 1),
+      this.signinAccount?.failures.reward(attempt.account, 1),
+    ]);
   }
 
   /**
