@@ -303,20 +303,23 @@ export class Limits {
     }
   }
 
-  /** Seconds a client must wait before authenticating again, or 0 when it may. */
-  async clientAuthBlockedFor(clientId: string): Promise<number> {
+  /**
+   * Before a client secret is compared: takes a point from this client_id at this address (its
+   * network: an IPv6 client by its /64), and returns the seconds to wait when none is left (0:
+   * go on). Counted per address, so someone else's wrong secrets never refuse the application's
+   * own server. A right secret gives the point back (clientAuthSucceeded).
+   */
+  async takeClientAuth(clientId: string, ip: string): Promise<number> {
     if (!this.clientAuth) return 0;
-    const k = key(clientId);
-    // The time left is read only for a client that used its failures up: a rare second read.
-    if ((await pointsOf(this.redis, this.clientAuth.limiter, k)) < this.clientAuth.points) return 0;
-    const res = await this.clientAuth.limiter.get(k);
-    if (!res || res.consumedPoints < this.clientAuth.points) return 0;
+    const taken = await consume(this.clientAuth.limiter, key(clientId, addressKey(ip)));
+    if (taken.allowed) return 0;
     this.metrics.rateLimited('client-auth');
-    return retryAfterS(res);
+    return retryAfterS(taken.res);
   }
 
-  async clientAuthFailed(clientId: string): Promise<void> {
-    if (this.clientAuth) await consume(this.clientAuth.limiter, key(clientId));
+  /** The client authenticated (or its secret was never compared): its point goes back. */
+  async clientAuthSucceeded(clientId: string, ip: string): Promise<void> {
+    await this.clientAuth?.limiter.reward(key(clientId, addressKey(ip)), 1);
   }
 
   /** Counts one API request of a token (by its digest); undefined when the limit is off. */
