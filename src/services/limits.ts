@@ -153,6 +153,8 @@ export class Limits {
   private readonly resetIp?: Counter;
   private readonly devicePoll: RateLimiterAbstract;
   private readonly credentialReportsIp?: Counter;
+  private readonly deviceCodeBrowser?: Counter;
+  private readonly deviceCodeIp?: Counter;
   private readonly redis: RedisClient | undefined;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
@@ -186,6 +188,8 @@ export class Limits {
     // Not a limit one turns off: RFC 8628's polling interval, which the device is told.
     this.devicePoll = store({ keyPrefix: 'device-poll', points: 1, duration: config.deviceFlow.pollIntervalS });
     if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
+    if (limits.deviceCodeBrowser) this.deviceCodeBrowser = counter('device-code-browser', limits.deviceCodeBrowser);
+    if (limits.deviceCodeIp) this.deviceCodeIp = counter('device-code-ip', limits.deviceCodeIp);
   }
 
   /**
@@ -320,6 +324,35 @@ export class Limits {
   /** The client authenticated (or its secret was never compared): its point goes back. */
   async clientAuthSucceeded(clientId: string, ip: string): Promise<void> {
     await this.clientAuth?.limiter.reward(key(clientId, addressKey(ip)), 1);
+  }
+
+  /**
+   * Before a device user code entered at /login/device is looked up: takes a point from the
+   * browser (`browser`: what identifies it, when it has anything) and from its address, and
+   * throws a 429 when either has none left. Every code entered counts, right or wrong: a code an
+   * attacker holds (any application with the device flow can make them) must not earn guesses
+   * back. Only a device connected once (deviceConnected) gives one point back.
+   */
+  async takeDeviceCodeEntry(browser: string | undefined, ip: string): Promise<void> {
+    const taken = await Promise.all([
+      this.deviceCodeBrowser && browser ? consume(this.deviceCodeBrowser.limiter, key(browser)) : undefined,
+      this.deviceCodeIp ? consume(this.deviceCodeIp.limiter, key(addressKey(ip))) : undefined,
+    ]);
+    const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
+    if (!refused.length) return;
+    const seconds = Math.max(...refused);
+    throw this.refused(
+      taken[0]?.allowed === false ? 'device-code-browser' : 'device-code-ip',
+      new RetryLaterError(429, 'rate_limited', `Too many codes were entered here. Try again ${inWords(seconds)}.`, seconds),
+    );
+  }
+
+  /** A code was confirmed and its device connected (which happens once per code): one point back. */
+  async deviceConnected(browser: string | undefined, ip: string): Promise<void> {
+    await Promise.all([
+      browser ? this.deviceCodeBrowser?.limiter.reward(key(browser), 1) : undefined,
+      this.deviceCodeIp?.limiter.reward(key(addressKey(ip)), 1),
+    ]);
   }
 
   /** Counts one API request of a token (by its digest); undefined when the limit is off. */
