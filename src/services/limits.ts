@@ -25,6 +25,12 @@ import type { RedisClient } from '../storage.js';
  * - one address, any accounts: refused for the rest of the window;
  * - one account, any addresses: no hard lockout (a stranger could use it against the owner), the
  *   account's sign-in slows to one try a minute instead.
+ *
+ * Every limit that guards a secret (a password, a second factor, a passkey's answer, a client
+ * secret, a device's user code) takes its point before the secret is compared, in one atomic
+ * step of its counter (a consume, never a read and a later write), so that secrets sent at once
+ * are all counted before any is compared. Every per-address counter keys its address with
+ * addressKey (an IPv6 client by its /64).
  */
 
 /** The first block after too many failures of one account from one address; each further one doubles it. */
@@ -124,8 +130,8 @@ interface Counter {
 
 /**
  * A counter's points taken in its window (0 when it has none). On Redis the counter is a plain
- * integer key: one GET, where the library's own read sends MULTI, GET, PTTL and EXEC. This read
- * runs before every client authentication, so it is the hot one.
+ * integer key: one GET, where the library's own read sends MULTI, GET, PTTL and EXEC. Never used
+ * to let a secret be checked: a limit that guards one consumes its point first.
  */
 async function pointsOf(redis: RedisClient | undefined, limiter: RateLimiterAbstract, k: string): Promise<number> {
   if (!redis) return (await limiter.get(k))?.consumedPoints ?? 0;
