@@ -9,7 +9,8 @@ import { parsedForm } from './forms.js';
  * client by its /64). A request that presents a secret takes its point before the library
  * compares it, so secrets sent at once are counted before any is compared; past the limit the
  * request is refused with a 429 and the library never sees it. A right secret gives the point
- * back. A client_id is public (it is in every authorization URL), so counting it alone would let
+ * back, so a server's own requests in flight only make its next ones wait a moment (see
+ * Limits.takeClientAuth). A client_id is public (it is in every authorization URL), so counting it alone would let
  * anyone lock its server out with a few wrong secrets; counted with the address, a stranger's
  * failures block only the stranger. A public client sends no secret: it has nothing to count.
  * Runs after the form body has been read (readFormBodies), so the refusal never leaves a body
@@ -33,7 +34,7 @@ export function clientAuthLimit(limits: Limits, paths: readonly string[]) {
       await next();
       failed = ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_client';
     } finally {
-      if (!failed) await limits.clientAuthSucceeded(clientId, ctx.ip);
+      await (failed ? limits.clientAuthFailed(clientId, ctx.ip) : limits.clientAuthSucceeded(clientId, ctx.ip));
     }
   };
 }

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import {
   RateLimiterPostgres,
@@ -39,6 +40,14 @@ const MAX_DELAY_S = 24 * 60 * 60;
 /** How long the doubling remembers earlier blocks. */
 const STRIKES_WINDOW_S = 24 * 60 * 60;
 const SLOW_ACCOUNT_EVERY_S = 60;
+/**
+ * A client's request holds its point until its secret is compared, so a server sending many
+ * token requests at once can find the points taken by its own requests: then it waits for them
+ * (a new try every CLIENT_AUTH_RETRY_MS, CLIENT_AUTH_WAIT_MS at most) instead of being refused.
+ * Only failures make a 429 at once.
+ */
+const CLIENT_AUTH_WAIT_MS = 1000;
+const CLIENT_AUTH_RETRY_MS = 20;
 
 export interface ApiAllowance {
   limit: number;
@@ -152,7 +161,7 @@ export class Limits {
   private readonly signinIp?: Counter;
   private readonly signinAccount?: { failures: RateLimiterAbstract; slow: RateLimiterAbstract; points: number };
   private readonly signup?: Counter;
-  private readonly clientAuth?: Counter;
+  private readonly clientAuth?: Counter & { failures: RateLimiterAbstract };
   private readonly apiToken?: Counter;
   private readonly verifyEmail?: Counter;
   private readonly resetEmail?: Counter;
@@ -186,7 +195,7 @@ export class Limits {
       };
     }
     if (limits.signupIp) this.signup = counter('signup-ip', limits.signupIp);
-    if (limits.clientAuth) this.clientAuth = counter('client-auth', limits.clientAuth);
+    if (limits.clientAuth) this.clientAuth = { ...counter('client-auth', limits.clientAuth), failures: make('client-auth-failures', limits.clientAuth) };
     if (limits.apiToken) this.apiToken = counter('api-token', limits.apiToken);
     if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
     if (limits.resetEmail) this.resetEmail = counter('reset-email', limits.resetEmail);
@@ -317,19 +326,38 @@ export class Limits {
    * Before a client secret is compared: takes a point from this client_id at this address (its
    * network: an IPv6 client by its /64), and returns the seconds to wait when none is left (0:
    * go on). Counted per address, so someone else's wrong secrets never refuse the application's
-   * own server. A right secret gives the point back (clientAuthSucceeded).
+   * own server. A right secret gives the point back (clientAuthSucceeded); a wrong one keeps it
+   * and is recorded as a failure (clientAuthFailed). When the points are taken but not by
+   * failures, they are held by this client's own requests still being checked: the request
+   * waits for them (CLIENT_AUTH_WAIT_MS at most) rather than being refused, and is compared only
+   * once it holds a point, so no more secrets are compared than the limit allows.
    */
   async takeClientAuth(clientId: string, ip: string): Promise<number> {
     if (!this.clientAuth) return 0;
-    const taken = await consume(this.clientAuth.limiter, key(clientId, addressKey(ip)));
-    if (taken.allowed) return 0;
-    this.metrics.rateLimited('client-auth');
-    return retryAfterS(taken.res);
+    const { limiter, failures, points } = this.clientAuth;
+    const k = key(clientId, addressKey(ip));
+    const until = Date.now() + CLIENT_AUTH_WAIT_MS;
+    for (;;) {
+      const taken = await consume(limiter, k);
+      if (taken.allowed) return 0;
+      if (Date.now() >= until || (await pointsOf(this.redis, failures, k)) >= points) {
+        this.metrics.rateLimited('client-auth');
+        return retryAfterS(taken.res);
+      }
+      // The refused try took a point too: it goes back before the next try.
+      await limiter.reward(k, 1);
+      await sleep(CLIENT_AUTH_RETRY_MS);
+    }
   }
 
   /** The client authenticated (or its secret was never compared): its point goes back. */
   async clientAuthSucceeded(clientId: string, ip: string): Promise<void> {
     await this.clientAuth?.limiter.reward(key(clientId, addressKey(ip)), 1);
+  }
+
+  /** A wrong secret (or an unknown client): its point stays taken, and it counts as a failure. */
+  async clientAuthFailed(clientId: string, ip: string): Promise<void> {
+    if (this.clientAuth) await consume(this.clientAuth.failures, key(clientId, addressKey(ip)));
   }
 
   /**

@@ -40,6 +40,13 @@ describeEachProfile('failed client authentication, per client_id and address', (
     expect(statuses.filter((s) => s !== 401).every((s) => s === 429), statuses.join(' ')).to.equal(true);
   });
 
+  it('lets a server send 40 requests at once with its right secret: none is refused for its own requests in flight', async () => {
+    const app = await makeClient(idp.db);
+    const answers = await Promise.all(Array.from({ length: 40 }, () => from('203.0.113.40', app.clientId, app.clientSecret)));
+    const errors = answers.map((a) => a.body.error);
+    expect(errors.every((e) => e === 'invalid_grant'), errors.join(' ')).to.equal(true);
+  });
+
   it('never refuses a public client, which has no secret: secrets sent for its client_id are not held against it', async () => {
     const user = await makeUser(idp.db);
     const group = await makeGroup(idp.db, user.id);
