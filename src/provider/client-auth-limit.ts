@@ -40,26 +40,29 @@ export function clientAuthLimit(limits: Limits, paths: readonly string[]) {
 }
 
 /**
- * The client_id of a request that presents a client secret (HTTP Basic first, then the form's
- * client_secret), when it is one the limits count (at most 255 characters); undefined otherwise.
+ * The client_id of a request that presents a client secret, read as the library reads it
+ * (lib/shared/client_auth.js): the form's client_secret with its client_id, else HTTP Basic
+ * (each part form-decoded, `+` a space), when it is one the limits count (at most 255
+ * characters); undefined when no secret is presented, or the library would refuse the request
+ * before comparing one.
  */
 function clientIdWithSecret(ctx: Context): string | undefined {
-  const basic = /^basic +([A-Za-z0-9+/=]+)$/i.exec(ctx.get('authorization').trim());
+  const form = parsedForm(ctx);
   let clientId: string | undefined;
-  if (basic) {
+  if (typeof form?.client_secret === 'string' && form.client_secret) {
+    clientId = typeof form.client_id === 'string' ? form.client_id : undefined;
+  } else {
+    const basic = /^basic ([A-Za-z0-9+/]+={0,2})$/i.exec(ctx.get('authorization'));
+    if (!basic) return undefined;
     const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon <= 0 || colon === decoded.length - 1) return undefined;
     try {
-      clientId = decodeURIComponent(decoded.slice(0, colon));
+      const [id, secret] = [decoded.slice(0, colon), decoded.slice(colon + 1)].map((part) => decodeURIComponent(part.replace(/\+/g, '%20')));
+      if (colon < 0 || !secret) return undefined;
+      clientId = id;
     } catch {
       return undefined;
     }
-  } else {
-    const form = parsedForm(ctx);
-    const secret = form?.client_secret;
-    if (typeof secret !== 'string' || !secret || typeof form?.client_id !== 'string') return undefined;
-    clientId = form.client_id;
   }
   return clientId && clientId.length <= 255 ? clientId : undefined;
 }
