@@ -3,8 +3,9 @@ import { expect } from 'chai';
 import { insertPasskey } from '../../src/db/passkeys.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, type Page, type Pending } from '../helpers/browser.js';
-import { makeUser, type TestUser } from '../helpers/factories.js';
+import { makeClient, makeUser, type TestUser } from '../helpers/factories.js';
 import { fieldError, filledForm } from '../helpers/html.js';
+import { authorizeUrl } from '../helpers/oauth.js';
 import { atMidStep, codeFor, withTwoFactor } from '../helpers/totp.js';
 
 /**
@@ -90,6 +91,27 @@ describeEachProfile('second-factor guessing', (profile) => {
       // The page is the sign-in form, and the browser no longer holds a waiting sign-in.
       expect(filledForm(fifth.text, '/login', { login: user.username, password: user.password }).action).to.equal('/login');
       await browser.get('/login/two-factor').expect(302, '/login');
+    }, 1);
+  });
+
+  it('in the authorization flow, spends the waiting sign-in at the fifth wrong code and asks for the password again', async () => {
+    const app = await makeClient(idp.db);
+    const { secret } = await withTwoFactor(idp.db, app.user);
+    await atMidStep(async () => {
+      const browser = new Browser(idp.url);
+      const login = await browser.follow(authorizeUrl(idp.url, { ...app, state: 's' }));
+      const password = filledForm(login.text, '/login', { login: app.user.username, password: app.user.password });
+      const challenge = await browser.follow(await browser.postForm(password.action, password.fields));
+      const form = filledForm(challenge.text, '/two-factor');
+      const codes = await wrongCodes(secret, 5);
+      for (const code of codes.slice(0, 4)) expect(isWrongCode(await browser.postForm(form.action, { ...form.fields, code }))).to.equal(true);
+      const fifth = await browser.postForm(form.action, { ...form.fields, code: codes[4]! });
+      expect(isSpent(fifth), fifth.text.slice(0, 300)).to.equal(true);
+      // The flow's own sign-in form, which starts over: the password leads to the code page again.
+      const again = filledForm(fifth.text, '/login', { login: app.user.username, password: app.user.password });
+      expect(again.action).to.equal(password.action);
+      const next = await browser.follow(await browser.postForm(again.action, again.fields));
+      expect(filledForm(next.text, '/two-factor').action).to.equal(form.action);
     }, 1);
   });
 
