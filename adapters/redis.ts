@@ -104,6 +104,14 @@ if not key then return nil end
 return redis.call('HMGET', key, 'payload', 'consumed', ARGV[1])
 `;
 
+// Reads many entries in one command (KEYS: the entries): each one's payload and consumed, or
+// nils. On a Cluster every key carries the prefix's hash tag, so they are all in one slot.
+const FIND_MANY = `
+local found = {}
+for i, key in ipairs(KEYS) do found[i] = redis.call('HMGET', key, 'payload', 'consumed') end
+return found
+`;
+
 type Stored = string | null;
 type Script = (...args: Array<string | number>) => Promise<unknown>;
 
@@ -111,9 +119,9 @@ type Script = (...args: Array<string | number>) => Promise<unknown>;
  * A Lua script sent by its SHA1 (EVALSHA, loaded once per server): saves, consumes and
  * revocations are on the token endpoint's path, and sending the source every time costs both sides.
  */
-function script(redis: Redis | Cluster, name: string, lua: string, numberOfKeys = 1): Script {
+function script(redis: Redis | Cluster, name: string, lua: string, numberOfKeys: number | 'first argument' = 1): Script {
   const command = `idp${name}`;
-  if (!(command in redis)) redis.defineCommand(command, { numberOfKeys, lua });
+  if (!(command in redis)) redis.defineCommand(command, numberOfKeys === 'first argument' ? { lua } : { numberOfKeys, lua });
   const run = (redis as unknown as Record<string, Script>)[command]!;
   return (...args) => run.apply(redis, args);
 }
@@ -141,6 +149,8 @@ export function createRedisAdapter(redis: Redis | Cluster, options: { keyPrefix?
   const destroyByUid = script(redis, 'DestroyByUid', DESTROY_BY_UID);
   const revoke = script(redis, 'Revoke', REVOKE);
   const findByIndexKey = script(redis, 'FindByIndex', FIND_BY_INDEX);
+  // As many keys as ids: their number is the command's first argument.
+  const findManyKeys = script(redis, 'FindMany', FIND_MANY, 'first argument');
 
   return (model) => {
     assertStoredModel(model);
@@ -165,6 +175,17 @@ export function createRedisAdapter(redis: Redis | Cluster, options: { keyPrefix?
       async find(id) {
         const [payload, consumed] = await redis.hmget(entryKey(id), 'payload', 'consumed');
         return payload ? fromStored(payload, consumed, id) : undefined;
+      },
+
+      async findMany(ids) {
+        const found = new Map<string, AdapterPayload>();
+        const unique = [...new Set(ids)];
+        if (!unique.length) return found;
+        const entries = (await findManyKeys(unique.length, ...unique.map(entryKey))) as Array<[Stored, Stored]>;
+        entries.forEach(([payload, consumed], i) => {
+          if (payload) found.set(unique[i]!, fromStored(payload, consumed, unique[i]));
+        });
+        return found;
       },
 
       findByUid: (uid) => findByIndex('uid', uid),

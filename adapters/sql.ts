@@ -48,6 +48,16 @@ export function createSqlAdapter(db: Knex): (model: string) => StoreAdapter {
       },
 
       find: (id) => findOne({ id: digest(id) }, id),
+      // One select, however many ids: `id in (…)` on the primary key's second column.
+      async findMany(ids) {
+        const found = new Map<string, AdapterPayload>();
+        const byDigest = new Map(ids.map((id) => [digest(id), id]));
+        if (!byDigest.size) return found;
+        const rows = (await unexpired(db(TABLE).select('id', 'payload', 'consumed_at').where({ model }).whereIn('id', [...byDigest.keys()]))) as Array<Row & { id: string }>;
+        for (const row of rows) found.set(byDigest.get(row.id)!, fromStored(row.payload, row.consumed_at, byDigest.get(row.id)));
+        return found;
+      },
+
       findByUid: (uid) => findOne({ uid }),
       findByUserCode: (userCode) => findOne({ user_code: userCode }),
 

@@ -53,6 +53,8 @@ import { SiteSessions } from './web/session.js';
 import { ChangeVersions, registerChangeVersions } from './services/change-versions.js';
 import { Limits } from './services/limits.js';
 import { dpopReplay } from './services/dpop-replay.js';
+import { pendingSignIns } from './services/pending-sign-ins.js';
+import { prunePendingSignIns } from './db/pending-sign-ins.js';
 import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
@@ -158,7 +160,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
   prometheus?.watchKdf(() => kdf.load());
   const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
-  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger, metrics };
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger, metrics, pendingSignIns: pendingSignIns(db, redis, options.redisKeyPrefix) };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -227,14 +229,16 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
 
   app.use(mount(provider));
 
-  // Expired oidc-provider rows, rate-limit counters and remembered DPoP proofs are removed in the
-  // background when they live in SQL (Redis expires its own).
+  // Expired oidc-provider rows, rate-limit counters, remembered DPoP proofs and sign-ins that
+  // waited for a second factor are removed in the background when they live in SQL (Redis
+  // expires its own).
   const pruner = redis
     ? undefined
     : setInterval(() => {
         pruneExpired(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired oidc models failed'));
         pruneRateLimits(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired rate-limit counters failed'));
         pruneDpopProofs(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired DPoP proofs failed'));
+        prunePendingSignIns(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired second-factor sign-ins failed'));
       }, 10 * 60 * 1000).unref();
   // Rows of Account settings → Sessions outlive their sessions in either store: removed the same way.
   const sessionPruner = setInterval(() => {

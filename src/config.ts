@@ -49,6 +49,9 @@ const schema = z
     RATE_LIMIT_RESET_EMAIL: rateLimit('3/1h'),
     RATE_LIMIT_RESET_IP: rateLimit('20/1h'),
     RATE_LIMIT_CREDENTIAL_REPORTS_IP: rateLimit('60/1h'),
+    // Device user codes tried at /login/device: 8 characters are safe only with a limit (RFC 8628 §5.1).
+    RATE_LIMIT_DEVICE_CODE_BROWSER: rateLimit('10/15m'),
+    RATE_LIMIT_DEVICE_CODE_IP: rateLimit('10/15m'),
     // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
@@ -216,6 +219,9 @@ export interface Config {
     resetIp: RateLimit | null;
     /** Reports of leaked credentials (POST /apis/v2/credentials/revoke) from one client address. */
     credentialReportsIp: RateLimit | null;
+    /** Device user codes entered at /login/device by one browser, and from one client address. */
+    deviceCodeBrowser: RateLimit | null;
+    deviceCodeIp: RateLimit | null;
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
@@ -280,6 +286,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       resetEmail: e.RATE_LIMIT_RESET_EMAIL,
       resetIp: e.RATE_LIMIT_RESET_IP,
       credentialReportsIp: e.RATE_LIMIT_CREDENTIAL_REPORTS_IP,
+      deviceCodeBrowser: e.RATE_LIMIT_DEVICE_CODE_BROWSER,
+      deviceCodeIp: e.RATE_LIMIT_DEVICE_CODE_IP,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
     mail: {

@@ -16,6 +16,12 @@ export interface AccessTokenRow {
 
 const COLUMNS = ['id', 'user_id', 'name', 'scopes', 'created_at', 'last_used_at', 'expires_at', 'groups_limited'];
 
+/** The personal access tokens among `digests` (digests of their values), in one query. */
+export function findAccessTokensByDigests(db: Knex, digests: string[]): Promise<Array<Omit<AccessTokenRow, 'digest'>>> {
+  if (!digests.length) return Promise.resolve([]);
+  return db('personal_access_tokens').whereIn('digest', digests).orderBy('id').select(COLUMNS);
+}
+
 /** A personal access token by the digest of its value. */
 export function findAccessTokenByDigest(db: Knex, digest: string): Promise<Omit<AccessTokenRow, 'digest'> | undefined> {
   return db('personal_access_tokens').where({ digest }).first(COLUMNS);

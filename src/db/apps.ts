@@ -159,13 +159,13 @@ export async function countAppsOfGroup(db: Knex, groupId: number): Promise<numbe
   return Number((row as { n: number | string } | undefined)?.n ?? 0);
 }
 
-/** A client secret found by the digest of its value, with its application's client id and group. */
-export async function findSecretByDigest(
-  db: Knex,
-  digest: string,
-): Promise<{ id: number; app_id: number; last_four: string; client_id: string; group_id: number } | undefined> {
+/** The client secrets among `digests` (digests of their values), with their applications' client ids and groups, in one query. */
+export function findSecretsByDigests(db: Knex, digests: string[]): Promise<Array<{ id: number; app_id: number; last_four: string; client_id: string; group_id: number }>> {
+  if (!digests.length) return Promise.resolve([]);
   return db('oauth_app_secrets as s')
     .join('oauth_apps as a', 'a.id', 's.app_id')
-    .where('s.digest', digest)
-    .first('s.id', 's.app_id', 's.last_four', 'a.client_id', 'a.group_id');
+    .whereIn('s.digest', digests)
+    .orderBy('s.id')
+    .select('s.id', 's.app_id', 's.last_four', 'a.client_id', 'a.group_id');
 }
+

@@ -14,7 +14,7 @@ import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
 import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';
-import { amrOf, SecondFactorStep } from '../web/second-factor.js';
+import { amrOf, SecondFactorStep, SPENT_MESSAGE } from '../web/second-factor.js';
 import { allowFormActionTo } from '../edge/security-headers.js';
 import { restartLink } from './restart.js';
 
@@ -114,7 +114,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const page = { ...(await loginPage(interaction)), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
-    if (secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
+    if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
     await finish(ctx, interaction, signedIn(user.id, amrOf()));
   });
 
@@ -130,6 +130,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a code');
     const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', flowPage(interaction.uid));
     if (passed === 'failed') return;
+    if (passed === 'spent') return render(ctx, 'login', { ...(await loginPage(interaction)), errors: { login: SPENT_MESSAGE } }, 401);
     if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
     await finish(ctx, interaction, signedIn(passed.user.id, passed.amr));
   });
@@ -163,8 +164,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a passkey');
     const place = { flow: interaction.uid };
     const waiting = await passkeys.secondFactor.waiting(ctx, place);
-    const answered = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status) =>
-      waiting
+    const answered = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status, startOver) =>
+      waiting && !startOver
         ? passkeys.secondFactor.renderChallenge(ctx, flowPage(interaction.uid), message, status)
         : loginPage(interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
     );

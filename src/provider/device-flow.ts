@@ -1,4 +1,6 @@
 import type { Context, Next } from 'koa';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { RetryLaterError } from '../errors.js';
 import type { Limits } from '../services/limits.js';
 import { digest } from '../tokens.js';
 import { DEVICE_CODE_GRANT } from './clients.js';
@@ -45,5 +47,34 @@ export function devicePollInterval(limits: Limits, tokenPath: string) {
       return;
     }
     await next();
+  };
+}
+
+/**
+ * RFC 8628 §5.1: a user code of 8 characters is safe only while guessing it is limited. Every
+ * code entered at the verification page (`POST /login/device`, with or without its confirmation)
+ * takes a point from the browser and from its address (an IPv6 client by its /64) before the
+ * library looks it up; past either limit the site's 429 page answers, with Retry-After, and the
+ * library never sees the code. "The browser" is the library's session cookie, which the page's
+ * form needs (its one-time `xsrf` lives in that session): a client that drops its cookies is
+ * still counted by its address. A device connected gives one point back (see
+ * Limits.takeDeviceCodeEntry). Runs after the form is read (readFormBodies).
+ */
+export function deviceCodeEntryLimit(limits: Limits, options: { path: string; sessionCookie: string; refuse: (ctx: Context, err: RetryLaterError) => void }) {
+  return async function limitUserCodes(ctx: Context, next: Next): Promise<void> {
+    const form = ctx.method === 'POST' && ctx.path === options.path ? parsedForm(ctx) : undefined;
+    if (!form?.user_code) return next();
+    const browser = ctx.cookies.get(options.sessionCookie) || undefined;
+    try {
+      await limits.takeDeviceCodeEntry(browser, ctx.ip);
+    } catch (err) {
+      if (!(err instanceof RetryLaterError)) throw err;
+      ctx.set('Retry-After', String(err.retryAfterS));
+      options.refuse(ctx, err);
+      return;
+    }
+    await next();
+    const code = (ctx as Partial<KoaContextWithOIDC>).oidc?.entities.DeviceCode as { inFlight?: boolean } | undefined;
+    if (form.confirm && code?.inFlight) await limits.deviceConnected(browser, ctx.ip);
   };
 }

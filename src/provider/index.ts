@@ -16,7 +16,7 @@ import {
   tokenResponseWithExpireIn,
 } from './compat.js';
 import { providerConfiguration, ROUTES } from './configuration.js';
-import { deviceAuthorizationResponse, devicePollInterval } from './device-flow.js';
+import { deviceAuthorizationResponse, deviceCodeEntryLimit, devicePollInterval } from './device-flow.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import type { ProviderKeys } from './keys.js';
@@ -60,6 +60,11 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenParametersInQuery(ROUTES.token));
   provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection, ROUTES.device_authorization, ROUTES.pushed_authorization_request]));
   provider.use(devicePollInterval(deps.limits, ROUTES.token));
+  provider.use(deviceCodeEntryLimit(deps.limits, {
+    path: ROUTES.code_verification,
+    sessionCookie: provider.cookieName('session'),
+    refuse: (ctx, err) => renderErrorPage(ctx, err.status, 'Too many codes', err.message),
+  }));
   provider.use(deviceAuthorizationResponse(ROUTES.device_authorization, config.deviceFlow.pollIntervalS));
   provider.use(authorizeQueryDefaults(ROUTES.authorization));
   provider.use(authorizationFormDefaults(ROUTES.pushed_authorization_request, ROUTES.device_authorization));

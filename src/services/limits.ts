@@ -1,4 +1,6 @@
 import { hash } from 'node:crypto';
+import { isIPv4, isIPv6 } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import {
   RateLimiterPostgres,
@@ -24,6 +26,12 @@ import type { RedisClient } from '../storage.js';
  * - one address, any accounts: refused for the rest of the window;
  * - one account, any addresses: no hard lockout (a stranger could use it against the owner), the
  *   account's sign-in slows to one try a minute instead.
+ *
+ * Every limit that guards a secret (a password, a second factor, a passkey's answer, a client
+ * secret, a device's user code) takes its point before the secret is compared, in one atomic
+ * step of its counter (a consume, never a read and a later write), so that secrets sent at once
+ * are all counted before any is compared. Every per-address counter keys its address with
+ * addressKey (an IPv6 client by its /64).
  */
 
 /** The first block after too many failures of one account from one address; each further one doubles it. */
@@ -32,6 +40,14 @@ const MAX_DELAY_S = 24 * 60 * 60;
 /** How long the doubling remembers earlier blocks. */
 const STRIKES_WINDOW_S = 24 * 60 * 60;
 const SLOW_ACCOUNT_EVERY_S = 60;
+/**
+ * A client's request holds its point until its secret is compared, so a server sending many
+ * token requests at once can find the points taken by its own requests: then it waits for them
+ * (a new try every CLIENT_AUTH_RETRY_MS, CLIENT_AUTH_WAIT_MS at most) instead of being refused.
+ * Only failures make a 429 at once.
+ */
+const CLIENT_AUTH_WAIT_MS = 1000;
+const CLIENT_AUTH_RETRY_MS = 20;
 
 export interface ApiAllowance {
   limit: number;
@@ -54,6 +70,38 @@ function storeOf(config: Config, db: Knex, redis: RedisClient | undefined, redis
   if (redis) return (o) => new RateLimiterRedis({ storeClient: redis, ...o, keyPrefix: `${redisKeyPrefix}rl:${o.keyPrefix}` });
   const sql = { storeClient: db, storeType: 'knex', tableName: RATE_LIMITS_TABLE, tableCreated: true, clearExpiredByTimeout: false };
   return config.databaseUrl.startsWith('postgres') ? (o) => new RateLimiterPostgres({ ...sql, ...o }) : (o) => new RateLimiterSQLite({ ...sql, ...o });
+}
+
+/**
+ * The network a per-address limit counts, for every such limit: an IPv4 address is itself; an
+ * IPv6 address stands for its /64, since one subscriber or host is usually given a whole /64 and
+ * may send from any of its 2^64 addresses; an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, as a
+ * dual-stack socket reports an IPv4 client) is the IPv4 address it maps. Anything else (no
+ * address at all) is kept as it is.
+ */
+export function addressKey(ip: string): string {
+  const address = ip.replace(/%.*$/, '');
+  if (isIPv4(address) || !isIPv6(address)) return address;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const before = head ? head.split(':') : [];
+  const after = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? before : [...before, ...Array<string>(8 - before.length - after.length).fill('0'), ...after];
+  return groups.map((g) => parseInt(g, 16));
 }
 
 /** Keys are bounded and carry no personal data in clear: a login or client id is digested. */
@@ -91,8 +139,8 @@ interface Counter {
 
 /**
  * A counter's points taken in its window (0 when it has none). On Redis the counter is a plain
- * integer key: one GET, where the library's own read sends MULTI, GET, PTTL and EXEC. This read
- * runs before every client authentication, so it is the hot one.
+ * integer key: one GET, where the library's own read sends MULTI, GET, PTTL and EXEC. Never used
+ * to let a secret be checked: a limit that guards one consumes its point first.
  */
 async function pointsOf(redis: RedisClient | undefined, limiter: RateLimiterAbstract, k: string): Promise<number> {
   if (!redis) return (await limiter.get(k))?.consumedPoints ?? 0;
@@ -113,13 +161,15 @@ export class Limits {
   private readonly signinIp?: Counter;
   private readonly signinAccount?: { failures: RateLimiterAbstract; slow: RateLimiterAbstract; points: number };
   private readonly signup?: Counter;
-  private readonly clientAuth?: Counter;
+  private readonly clientAuth?: Counter & { failures: RateLimiterAbstract };
   private readonly apiToken?: Counter;
   private readonly verifyEmail?: Counter;
   private readonly resetEmail?: Counter;
   private readonly resetIp?: Counter;
   private readonly devicePoll: RateLimiterAbstract;
   private readonly credentialReportsIp?: Counter;
+  private readonly deviceCodeBrowser?: Counter;
+  private readonly deviceCodeIp?: Counter;
   private readonly redis: RedisClient | undefined;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
@@ -145,7 +195,7 @@ export class Limits {
       };
     }
     if (limits.signupIp) this.signup = counter('signup-ip', limits.signupIp);
-    if (limits.clientAuth) this.clientAuth = counter('client-auth', limits.clientAuth);
+    if (limits.clientAuth) this.clientAuth = { ...counter('client-auth', limits.clientAuth), failures: make('client-auth-failures', limits.clientAuth) };
     if (limits.apiToken) this.apiToken = counter('api-token', limits.apiToken);
     if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
     if (limits.resetEmail) this.resetEmail = counter('reset-email', limits.resetEmail);
@@ -153,59 +203,71 @@ export class Limits {
     // Not a limit one turns off: RFC 8628's polling interval, which the device is told.
     this.devicePoll = store({ keyPrefix: 'device-poll', points: 1, duration: config.deviceFlow.pollIntervalS });
     if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
+    if (limits.deviceCodeBrowser) this.deviceCodeBrowser = counter('device-code-browser', limits.deviceCodeBrowser);
+    if (limits.deviceCodeIp) this.deviceCodeIp = counter('device-code-ip', limits.deviceCodeIp);
   }
 
   /**
-   * Before a password is checked: throws a 429 when this account and address are blocked, when
-   * the address has failed too often, or when the account is slowed down and tried within the
-   * minute. The attempt takes its point from the account+address and address counters now, not
-   * after the password: 16 guesses sent at once are counted as 16 before any is checked, so no
-   * more get through than the limit allows. A right password gives the points back.
+   * Before a password (or a second factor, or a passkey's answer) is checked: throws a 429 when
+   * this account and address are blocked, when the address has failed too often, or when the
+   * account is slowed down and was tried within the minute. The attempt takes its point from each
+   * counter now, not after the check: 16 guesses sent at once are counted as 16 before any is
+   * checked, so no more get through than the limits allow. Past the account's own limit, one
+   * attempt a minute may go on (a point of its slow-down counter, taken the same way). A right
+   * secret gives the points back; a refused attempt gives back the account's point, so only
+   * checked failures slow an account down.
    */
   async beforeSignIn(account: string, ip: string): Promise<SignInAttempt> {
-    const attempt: SignInAttempt = { pair: key(account, ip), ip: key(ip), account: key(account), pairCount: 0 };
+    const network = addressKey(ip);
+    const attempt: SignInAttempt = { pair: key(account, network), ip: key(network), account: key(account), pairCount: 0 };
     const [pair, address, failures] = await Promise.all([
       this.signinAccountIp ? consume(this.signinAccountIp.failures, attempt.pair) : undefined,
       this.signinIp ? consume(this.signinIp.limiter, attempt.ip) : undefined,
-      this.signinAccount ? pointsOf(this.redis, this.signinAccount.failures, attempt.account) : undefined,
+      this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
     ]);
     attempt.pairCount = pair?.res.consumedPoints ?? 0;
+    const refuse = async (name: string, seconds: number) => {
+      await this.signinAccount?.failures.reward(attempt.account, 1);
+      return this.refused(name, tooManySignIns(seconds));
+    };
     for (const [name, taken] of [['signin-account-ip', pair], ['signin-ip', address]] as const) {
-      if (taken && !taken.allowed) throw this.refused(name, tooManySignIns(retryAfterS(taken.res)));
+      if (taken && !taken.allowed) throw await refuse(name, retryAfterS(taken.res));
     }
-    if (this.signinAccount && failures !== undefined && failures >= this.signinAccount.points) {
+    if (this.signinAccount && failures && !failures.allowed) {
       const slow = await consume(this.signinAccount.slow, attempt.account);
-      if (!slow.allowed) throw this.refused('signin-account', tooManySignIns(retryAfterS(slow.res)));
+      if (!slow.allowed) throw await refuse('signin-account', retryAfterS(slow.res));
     }
     return attempt;
   }
 
-  /** A wrong password (or unknown account): counted against the account too, and the pair blocked past its limit. */
+  /** A wrong password (or unknown account): its points stay taken, and the pair is blocked past its limit. */
   async signInFailed(attempt: SignInAttempt): Promise<void> {
-    const [, struck] = await Promise.all([
-      this.signinAccount ? consume(this.signinAccount.failures, attempt.account) : undefined,
-      this.signinAccountIp ? pointsOf(this.redis, this.signinAccountIp.strikes, attempt.pair) : undefined,
-    ]);
     if (!this.signinAccountIp) return;
     const { failures, strikes, points } = this.signinAccountIp;
+    const struck = await pointsOf(this.redis, strikes, attempt.pair);
     if (attempt.pairCount < points && !struck) return;
     // Past the limit, or failing again after an earlier block: block for twice as long as last time.
     const n = (await consume(strikes, attempt.pair)).res.consumedPoints;
     await failures.block(attempt.pair, Math.min(FIRST_DELAY_S * 2 ** (n - 1), MAX_DELAY_S));
   }
 
-  /** A right password: this account and address start afresh, and the address gets its point back. */
+  /** A right password: this account and address start afresh, and the address and the account get their points back. */
   async signInSucceeded(attempt: SignInAttempt): Promise<void> {
     await Promise.all([
       this.signinAccountIp?.failures.delete(attempt.pair),
       this.signinAccountIp?.strikes.delete(attempt.pair),
       this.signinIp?.limiter.reward(attempt.ip, 1),
+      this.signinAccount?.failures.reward(attempt.account, 1),
     ]);
   }
 
   /** The password was never checked (the hashing queue was full): the attempt's points go back. */
   async signInNotChecked(attempt: SignInAttempt): Promise<void> {
-    await Promise.all([this.signinAccountIp?.failures.reward(attempt.pair, 1), this.signinIp?.limiter.reward(attempt.ip, 1)]);
+    await Promise.all([
+      this.signinAccountIp?.failures.reward(attempt.pair, 1),
+      this.signinIp?.limiter.reward(attempt.ip, 1),
+      this.signinAccount?.failures.reward(attempt.account, 1),
+    ]);
   }
 
   /**
@@ -214,7 +276,7 @@ export class Limits {
    */
   async takeSignUp(ip: string): Promise<void> {
     if (!this.signup) return;
-    const taken = await consume(this.signup.limiter, key(ip));
+    const taken = await consume(this.signup.limiter, key(addressKey(ip)));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
       throw this.refused('signup-ip', new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds));
@@ -223,7 +285,7 @@ export class Limits {
 
   /** The sign-up was refused (a bad field, a taken name): it does not count. */
   async signUpNotMade(ip: string): Promise<void> {
-    await this.signup?.limiter.reward(key(ip), 1);
+    await this.signup?.limiter.reward(key(addressKey(ip)), 1);
   }
 
   /** One more verification mail for an account: a 429 past its limit. */
@@ -241,7 +303,7 @@ export class Limits {
   async takePasswordReset(email: string, ip: string): Promise<void> {
     const taken = await Promise.all([
       this.resetEmail ? consume(this.resetEmail.limiter, key(email.trim().toLowerCase())) : undefined,
-      this.resetIp ? consume(this.resetIp.limiter, key(ip)) : undefined,
+      this.resetIp ? consume(this.resetIp.limiter, key(addressKey(ip))) : undefined,
     ]);
     const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
     if (refused.length) throw this.refused(taken[0]?.allowed === false ? 'reset-email' : 'reset-ip', tooManyMails(Math.max(...refused)));
@@ -250,7 +312,7 @@ export class Limits {
   /** One report of leaked credentials from a client address: a 429 past its limit. */
   async takeCredentialReport(ip: string): Promise<void> {
     if (!this.credentialReportsIp) return;
-    const taken = await consume(this.credentialReportsIp.limiter, key(ip));
+    const taken = await consume(this.credentialReportsIp.limiter, key(addressKey(ip)));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
       throw this.refused(
@@ -260,20 +322,71 @@ export class Limits {
     }
   }
 
-  /** Seconds a client must wait before authenticating again, or 0 when it may. */
-  async clientAuthBlockedFor(clientId: string): Promise<number> {
+  /**
+   * Before a client secret is compared: takes a point from this client_id at this address (its
+   * network: an IPv6 client by its /64), and returns the seconds to wait when none is left (0:
+   * go on). Counted per address, so someone else's wrong secrets never refuse the application's
+   * own server. A right secret gives the point back (clientAuthSucceeded); a wrong one keeps it
+   * and is recorded as a failure (clientAuthFailed). When the points are taken but not by
+   * failures, they are held by this client's own requests still being checked: the request
+   * waits for them (CLIENT_AUTH_WAIT_MS at most) rather than being refused, and is compared only
+   * once it holds a point, so no more secrets are compared than the limit allows.
+   */
+  async takeClientAuth(clientId: string, ip: string): Promise<number> {
     if (!this.clientAuth) return 0;
-    const k = key(clientId);
-    // The time left is read only for a client that used its failures up: a rare second read.
-    if ((await pointsOf(this.redis, this.clientAuth.limiter, k)) < this.clientAuth.points) return 0;
-    const res = await this.clientAuth.limiter.get(k);
-    if (!res || res.consumedPoints < this.clientAuth.points) return 0;
-    this.metrics.rateLimited('client-auth');
-    return retryAfterS(res);
+    const { limiter, failures, points } = this.clientAuth;
+    const k = key(clientId, addressKey(ip));
+    const until = Date.now() + CLIENT_AUTH_WAIT_MS;
+    for (;;) {
+      const taken = await consume(limiter, k);
+      if (taken.allowed) return 0;
+      if (Date.now() >= until || (await pointsOf(this.redis, failures, k)) >= points) {
+        this.metrics.rateLimited('client-auth');
+        return retryAfterS(taken.res);
+      }
+      // The refused try took a point too: it goes back before the next try.
+      await limiter.reward(k, 1);
+      await sleep(CLIENT_AUTH_RETRY_MS);
+    }
   }
 
-  async clientAuthFailed(clientId: string): Promise<void> {
-    if (this.clientAuth) await consume(this.clientAuth.limiter, key(clientId));
+  /** The client authenticated (or its secret was never compared): its point goes back. */
+  async clientAuthSucceeded(clientId: string, ip: string): Promise<void> {
+    await this.clientAuth?.limiter.reward(key(clientId, addressKey(ip)), 1);
+  }
+
+  /** A wrong secret (or an unknown client): its point stays taken, and it counts as a failure. */
+  async clientAuthFailed(clientId: string, ip: string): Promise<void> {
+    if (this.clientAuth) await consume(this.clientAuth.failures, key(clientId, addressKey(ip)));
+  }
+
+  /**
+   * Before a device user code entered at /login/device is looked up: takes a point from the
+   * browser (`browser`: what identifies it, when it has anything) and from its address, and
+   * throws a 429 when either has none left. Every code entered counts, right or wrong: a code an
+   * attacker holds (any application with the device flow can make them) must not earn guesses
+   * back. Only a device connected once (deviceConnected) gives one point back.
+   */
+  async takeDeviceCodeEntry(browser: string | undefined, ip: string): Promise<void> {
+    const taken = await Promise.all([
+      this.deviceCodeBrowser && browser ? consume(this.deviceCodeBrowser.limiter, key(browser)) : undefined,
+      this.deviceCodeIp ? consume(this.deviceCodeIp.limiter, key(addressKey(ip))) : undefined,
+    ]);
+    const refused = taken.filter((t) => t && !t.allowed).map((t) => retryAfterS(t!.res));
+    if (!refused.length) return;
+    const seconds = Math.max(...refused);
+    throw this.refused(
+      taken[0]?.allowed === false ? 'device-code-browser' : 'device-code-ip',
+      new RetryLaterError(429, 'rate_limited', `Too many codes were entered here. Try again ${inWords(seconds)}.`, seconds),
+    );
+  }
+
+  /** A code was confirmed and its device connected (which happens once per code): one point back. */
+  async deviceConnected(browser: string | undefined, ip: string): Promise<void> {
+    await Promise.all([
+      browser ? this.deviceCodeBrowser?.limiter.reward(key(browser), 1) : undefined,
+      this.deviceCodeIp?.limiter.reward(key(addressKey(ip)), 1),
+    ]);
   }
 
   /** Counts one API request of a token (by its digest); undefined when the limit is off. */

@@ -12,6 +12,7 @@ import type { UserRow } from '../db/users.js';
 import { AppError, ValidationError } from '../errors.js';
 import { now } from '../time.js';
 import { digest } from '../tokens.js';
+import type { Limits } from './limits.js';
 import { signedInUserById } from './users.js';
 
 /**
@@ -133,8 +134,45 @@ export async function checkPasskey(
   field = 'passkey',
 ): Promise<{ user: UserRow; userVerified: boolean }> {
   const response = parseResponse<AuthenticationResponseJSON>(input.response, field);
-  const refused = new ValidationError(field, 'That passkey is not registered here, or its answer is not right.');
+  return verifyAnswer(deps, response, await findPasskey(deps.db, response.id), input, field);
+}
+
+/**
+ * checkPasskey for a sign-in, counted against the sign-in limits as a password is: the attempt's
+ * points are taken before the answer is verified (a 429 past the limits), and a right answer
+ * gives them back. The account counted is the second factor's after a password (`userId` given,
+ * as a code would be), otherwise the passkey's own account; an unknown passkey is a key of its
+ * own, as an unknown login name is.
+ */
+export async function checkPasskeySignIn(
+  deps: PasskeyDeps & { limits: Limits },
+  input: { response: string; challenge: string; userId?: number },
+  ip: string,
+  field = 'passkey',
+): Promise<{ user: UserRow; userVerified: boolean }> {
+  const response = parseResponse<AuthenticationResponseJSON>(input.response, field);
   const row = await findPasskey(deps.db, response.id);
+  const account = input.userId !== undefined ? `2fa:${input.userId}` : row ? `user:${row.user_id}` : `passkey:${digest(response.id)}`;
+  const attempt = await deps.limits.beforeSignIn(account, ip);
+  let verified: { user: UserRow; userVerified: boolean };
+  try {
+    verified = await verifyAnswer(deps, response, row, input, field);
+  } catch (err) {
+    await (err instanceof ValidationError ? deps.limits.signInFailed(attempt) : deps.limits.signInNotChecked(attempt));
+    throw err;
+  }
+  await deps.limits.signInSucceeded(attempt);
+  return verified;
+}
+
+async function verifyAnswer(
+  deps: PasskeyDeps,
+  response: AuthenticationResponseJSON,
+  row: PasskeyRow | undefined,
+  input: { challenge: string; userId?: number },
+  field: string,
+): Promise<{ user: UserRow; userVerified: boolean }> {
+  const refused = new ValidationError(field, 'That passkey is not registered here, or its answer is not right.');
   if (!row || (input.userId !== undefined && row.user_id !== input.userId)) throw refused;
   const { rpID, origin } = relyingParty(deps.issuer);
   const result = await verifyAuthenticationResponse({

@@ -7,11 +7,16 @@ import { sendVerificationInBackground } from '../services/verification.js';
 import { formFields, safeReturnTo, type WebDeps } from './context.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { render } from './render.js';
-import { amrOf, SecondFactorStep } from './second-factor.js';
+import { amrOf, SecondFactorStep, SPENT_MESSAGE } from './second-factor.js';
 
 /** The site's second-step page: the code posts to /login/two-factor, a passkey to /login/passkey. */
 function sitePage(returnTo: string) {
   return { action: '/login/two-factor', returnTo, passkey: { action: '/login/passkey', uid: '' } };
+}
+
+/** The site's sign-in page, with `errors` beside its fields. */
+export function renderSignIn(ctx: Context, returnTo: string, errors: Record<string, string> = {}, status = 200): void {
+  render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo, errors, passkey: { action: '/login/passkey', uid: '' } }, status);
 }
 
 /** Sign up, sign in, sign out. */
@@ -26,7 +31,7 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.get('/login', (ctx) => {
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
-    render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo: safeReturnTo(ctx.query.return_to), passkey: { action: '/login/passkey', uid: '' } });
+    renderSignIn(ctx, safeReturnTo(ctx.query.return_to));
   });
 
   router.post('/login', async (ctx) => {
@@ -35,7 +40,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     const returnTo = safeReturnTo(form.return_to);
-    if (secondFactor.needed(ctx, user, 'site')) return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(returnTo)}`);
+    if (await secondFactor.needed(ctx, user, 'site')) return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(returnTo)}`);
     await deps.sessions.signIn(ctx, user.id, amrOf());
     ctx.redirect(returnTo);
   });
@@ -50,6 +55,7 @@ export function accountRoutes(deps: WebDeps): Router {
     const page = sitePage(safeReturnTo(form.return_to));
     const passed = await secondFactor.verify(ctx, 'site', form.code ?? '', page);
     if (passed === 'failed') return;
+    if (passed === 'spent') return renderSignIn(ctx, page.returnTo, { login: SPENT_MESSAGE }, 401);
     // Nothing waiting (the five minutes passed, or another browser): start again.
     if (!passed) return ctx.redirect('/login');
     await deps.sessions.signIn(ctx, passed.user.id, passed.amr);

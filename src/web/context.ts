@@ -9,6 +9,7 @@ import type { KeyCipher } from '../key-encryption.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Limits } from '../services/limits.js';
+import type { PendingSignIns } from '../services/pending-sign-ins.js';
 import type { Mailer } from '../services/mail.js';
 import type { KdfQueue } from '../services/passwords.js';
 import { signedInUserById } from '../services/users.js';
@@ -28,6 +29,8 @@ export interface WebDeps {
   log: Logger;
   /** Sign-in outcomes and personal access tokens issued are counted here. */
   metrics: Metrics;
+  /** Sign-ins waiting for their second factor, kept where every instance sees them. */
+  pendingSignIns: PendingSignIns;
 }
 
 /** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */

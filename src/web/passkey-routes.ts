@@ -5,11 +5,12 @@ import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { confirmPassword } from '../services/account.js';
-import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskey, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
+import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskeySignIn, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
 import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
 import { toIso } from '../time.js';
 import { render } from './render.js';
-import { SecondFactorStep, type SignInPlace } from './second-factor.js';
+import { SecondFactorStep, SPENT_MESSAGE, type SignInPlace } from './second-factor.js';
+import { renderSignIn } from './account-routes.js';
 import { SignedCookie } from './signed-cookie.js';
 
 /**
@@ -39,9 +40,11 @@ export class PasskeyChallenges {
   readonly passkeys: PasskeyDeps;
   readonly secondFactor: SecondFactorStep;
   private readonly metrics: WebDeps['metrics'];
+  private readonly limits: WebDeps['limits'];
 
   constructor(deps: WebDeps) {
     this.metrics = deps.metrics;
+    this.limits = deps.limits;
     const secure = deps.config.issuer.startsWith('https://');
     this.cookie = new SignedCookie(cookieNames(secure).passkey, CHALLENGE_MS, secure);
     this.passkeys = { db: deps.db, issuer: deps.config.issuer };
@@ -62,25 +65,48 @@ export class PasskeyChallenges {
 
   /**
    * A sign-in form's passkey answer (`response`): a sign-in with the passkey alone, or the second
-   * factor of the sign-in waiting at `place`. Returns the account and how it signed in; on a
-   * wrong answer renders `onFailure`'s page and returns undefined.
+   * factor of the sign-in waiting at `place`, which takes one of that sign-in's tries first. Both
+   * count against the sign-in limits before the answer is verified. Returns the account and how
+   * it signed in; otherwise renders `onFailure`'s page and returns undefined (`startOver`: the
+   * waiting sign-in is spent, and the password page should say so).
    */
-  async answer(ctx: Context, place: SignInPlace, response: string, onFailure: (message: string, status: number) => unknown): Promise<{ user: UserRow; amr: string[] } | undefined> {
-    const waiting = await this.secondFactor.waiting(ctx, place);
+  async answer(
+    ctx: Context,
+    place: SignInPlace,
+    response: string,
+    onFailure: (message: string, status: number, startOver: boolean) => unknown,
+  ): Promise<{ user: UserRow; amr: string[] } | undefined> {
+    const waiting = await this.secondFactor.takeTry(ctx, place);
+    if (waiting === 'spent') {
+      await onFailure(SPENT_MESSAGE, 401, true);
+      return undefined;
+    }
     const given = this.take(ctx, waiting ? 'second-factor' : 'sign-in');
-    if (!given || (waiting && given.userId !== waiting.id)) {
-      await onFailure('The passkey request expired. Try again.', 400);
+    if (!given || (waiting && given.userId !== waiting.user.id)) {
+      await waiting?.uncount();
+      await onFailure('The passkey request expired. Try again.', 400, false);
       return undefined;
     }
     try {
-      const { user, userVerified } = await checkPasskey(this.passkeys, { response, challenge: given.challenge, userId: given.userId });
-      if (waiting) this.secondFactor.forget(ctx);
+      const { user, userVerified } = await checkPasskeySignIn({ ...this.passkeys, limits: this.limits }, { response, challenge: given.challenge, userId: given.userId }, ctx.ip);
+      await waiting?.done();
       this.metrics.signIn('success');
       return { user, amr: passkeyAmr(userVerified, Boolean(waiting)) };
     } catch (err) {
-      if (!(err instanceof AppError && err.field)) throw err;
-      this.metrics.signIn(waiting ? 'second_factor_failed' : 'passkey_failed');
-      await onFailure(err.message, err.status);
+      if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
+      if (err instanceof RetryLaterError) {
+        await waiting?.uncount();
+        this.metrics.signIn('rate_limited');
+        ctx.set('Retry-After', String(err.retryAfterS));
+      } else {
+        this.metrics.signIn(waiting ? 'second_factor_failed' : 'passkey_failed');
+      }
+      if (waiting?.last && !(err instanceof RetryLaterError)) {
+        this.secondFactor.forget(ctx);
+        await onFailure(SPENT_MESSAGE, 401, true);
+      } else {
+        await onFailure(err.message, err.status, false);
+      }
       return undefined;
     }
   }
@@ -175,10 +201,10 @@ export function passkeyRoutes(deps: WebDeps): Router {
     const form = formFields(ctx);
     const returnTo = safeReturnTo(form.return_to);
     const waiting = await challenges.secondFactor.waiting(ctx, 'site');
-    const signedIn = await challenges.answer(ctx, 'site', form.response ?? '', (message, status) =>
-      waiting
+    const signedIn = await challenges.answer(ctx, 'site', form.response ?? '', (message, status, startOver) =>
+      waiting && !startOver
         ? challenges.secondFactor.renderChallenge(ctx, { action: '/login/two-factor', returnTo, passkey: { action: '/login/passkey', uid: '' } }, message, status)
-        : render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo, errors: { login: message }, passkey: { action: '/login/passkey', uid: '' } }, status),
+        : renderSignIn(ctx, returnTo, { login: message }, status),
     );
     if (!signedIn) return;
     await deps.sessions.signIn(ctx, signedIn.user.id, signedIn.amr);

@@ -3,6 +3,7 @@ import { cookieNames } from '../cookie-names.js';
 import type { LoginRow, UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { listPasskeys } from '../services/passkeys.js';
+import { MAX_SECOND_FACTOR_TRIES, PENDING_SIGN_IN_MS } from '../services/pending-sign-ins.js';
 import { verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import type { WebDeps } from './context.js';
@@ -11,12 +12,20 @@ import { SignedCookie } from './signed-cookie.js';
 
 /**
  * The second step of a sign-in, for accounts with two-factor authentication on, in the site's
- * sign-in and the authorization flow's alike. A right password does not sign in: it leaves a
- * signed cookie naming the account and where the sign-in goes on (the site, or one flow by its
- * uid), valid five minutes, and shows the page asking for a code. Only a right code then signs in.
- * The cookie is signed with the cookie keys, so it cannot be made or moved to another account.
+ * sign-in and the authorization flow's alike. A right password does not sign in: it starts a
+ * sign-in waiting for its second factor, kept server-side (services/pending-sign-ins.ts) for five
+ * minutes and bound to the account and to where it goes on (the site, or one flow by its uid);
+ * the browser gets only its random id, in a signed cookie. Only a right code then signs in.
+ *
+ * Each code (or passkey answer) takes one of the sign-in's five tries before it is checked, so
+ * codes sent at once are counted before any is checked; after the fifth wrong one the sign-in is
+ * spent, its cookie cleared, and the person enters the password again. The account's sign-in
+ * limits count second-factor failures too, across sign-ins and addresses.
  */
-const PENDING_MS = 5 * 60_000;
+const PENDING_MS = PENDING_SIGN_IN_MS;
+
+/** What the password page says when a waiting sign-in has used its tries. */
+export const SPENT_MESSAGE = 'Too many wrong codes. Enter your password again to get new tries.';
 
 /** Where the sign-in goes on: `site` for /login, a flow's uid for its interaction. */
 export type SignInPlace = 'site' | { flow: string };
@@ -36,6 +45,16 @@ export interface ChallengePage {
   passkey: { action: string; uid: string };
 }
 
+/** A try of the waiting sign-in, counted: the account it is for, and whether it is the last one. */
+export interface SecondFactorTry {
+  user: UserRow;
+  last: boolean;
+  /** Its code was not checked after all (a sign-in limit refused it): the try does not count. */
+  uncount(): Promise<void>;
+  /** Its code was right: the waiting sign-in ends. */
+  done(): Promise<void>;
+}
+
 export class SecondFactorStep {
   private readonly cookie: SignedCookie;
 
@@ -48,32 +67,64 @@ export class SecondFactorStep {
     return place === 'site' ? 'site' : `flow:${place.flow}`;
   }
 
+  private idOf(ctx: Context): string | undefined {
+    return this.cookie.read(ctx)?.[0] || undefined;
+  }
+
   /**
    * After a right password: when the account has two-factor on (as the sign-in read it, with the
-   * account), remembers the sign-in and returns true; the caller then sends the browser to the
-   * page asking for the code. False: sign in now.
+   * account), starts the waiting sign-in and returns true; the caller then sends the browser to
+   * the page asking for the code. False: sign in now.
    */
-  needed(ctx: Context, user: LoginRow, place: SignInPlace): boolean {
+  async needed(ctx: Context, user: LoginRow, place: SignInPlace): Promise<boolean> {
     if (!user.two_factor) {
       this.deps.metrics.signIn('success');
       return false;
     }
-    this.cookie.set(ctx, [String(user.id), this.bound(place)]);
+    this.cookie.set(ctx, [await this.deps.pendingSignIns.start(user.id, this.bound(place))]);
     this.deps.metrics.signIn('second_factor_needed');
     return true;
   }
 
-  /** The account waiting for its second factor at `place`, if the cookie is there, genuine and fresh. */
+  /** The account waiting for its second factor at `place`, if the sign-in is there, fresh and has tries left. */
   async waiting(ctx: Context, place: SignInPlace): Promise<UserRow | undefined> {
-    const [id, bound] = this.cookie.read(ctx) ?? [];
-    if (!id || bound !== this.bound(place)) return undefined;
-    return signedInUserById(this.deps.db, Number(id));
+    const id = this.idOf(ctx);
+    const userId = id && (await this.deps.pendingSignIns.waiting(id, this.bound(place)));
+    return userId ? signedInUserById(this.deps.db, userId) : undefined;
+  }
+
+  /**
+   * Takes one try of the sign-in waiting at `place`, before its code or passkey is checked.
+   * 'spent': its tries are used up (the cookie is cleared; the password is asked again).
+   * undefined: nothing waits there (expired, another browser, the account gone).
+   */
+  async takeTry(ctx: Context, place: SignInPlace): Promise<SecondFactorTry | 'spent' | undefined> {
+    const id = this.idOf(ctx);
+    if (!id) return undefined;
+    const { pendingSignIns } = this.deps;
+    const counted = await pendingSignIns.countTry(id, this.bound(place));
+    if (counted === 'spent') {
+      this.forget(ctx);
+      return 'spent';
+    }
+    const user = counted && (await signedInUserById(this.deps.db, counted.userId));
+    if (!counted || !user) return undefined;
+    return {
+      user,
+      last: counted.tries >= MAX_SECOND_FACTOR_TRIES,
+      uncount: () => pendingSignIns.uncountTry(id),
+      done: async () => {
+        await pendingSignIns.end(id);
+        this.forget(ctx);
+      },
+    };
   }
 
   /** The page asking for the code (and offering a passkey, when the account has one). */
   async renderChallenge(ctx: Context, page: ChallengePage, error?: string, status = 200): Promise<void> {
-    const user = this.cookie.read(ctx)?.[0];
-    const passkeys = user ? await listPasskeys(this.deps.db, Number(user)) : [];
+    const id = this.idOf(ctx);
+    const user = id && (await this.deps.pendingSignIns.waiting(id));
+    const passkeys = user ? await listPasskeys(this.deps.db, user) : [];
     ctx.set('Cache-Control', 'no-store');
     render(ctx, 'two-factor-challenge', {
       title: 'Two-factor authentication',
@@ -84,28 +135,36 @@ export class SecondFactorStep {
     }, status);
   }
 
-  /** The waiting sign-in is done (by a passkey): its cookie goes. */
+  /** The browser forgets the waiting sign-in. */
   forget(ctx: Context): void {
     this.cookie.clear(ctx);
   }
 
   /**
-   * Checks the code of the waiting sign-in. Right: the cookie is spent and the account and its
-   * methods are returned. Wrong (or too many tries): the page again, with the reason.
-   * Nothing waiting (expired, or another browser): undefined, and the caller starts over.
+   * Checks the code of the waiting sign-in, its try counted first. Right: the sign-in ends and the
+   * account and its methods are returned. Wrong (or refused by the limits): the page again, with
+   * the reason, and 'failed'. 'spent': that was the last try, or none was left; the caller asks for
+   * the password again (SPENT_MESSAGE). Nothing waiting (expired, or another browser): undefined,
+   * and the caller starts over.
    */
-  async verify(ctx: Context, place: SignInPlace, code: string, page: ChallengePage): Promise<{ user: UserRow; amr: string[] } | 'failed' | undefined> {
-    const user = await this.waiting(ctx, place);
-    if (!user) return undefined;
+  async verify(ctx: Context, place: SignInPlace, code: string, page: ChallengePage): Promise<{ user: UserRow; amr: string[] } | 'failed' | 'spent' | undefined> {
+    const attempt = await this.takeTry(ctx, place);
+    if (!attempt || attempt === 'spent') return attempt;
     try {
-      const factor = await verifySecondFactor(this.deps, user, code, ctx.ip);
-      this.forget(ctx);
+      const factor = await verifySecondFactor(this.deps, attempt.user, code, ctx.ip);
+      await attempt.done();
       this.deps.metrics.signIn('success');
-      return { user, amr: amrOf(factor) };
+      return { user: attempt.user, amr: amrOf(factor) };
     } catch (err) {
       if (!(err instanceof AppError && (err.field === 'code' || err instanceof RetryLaterError))) throw err;
       this.deps.metrics.signIn(err instanceof RetryLaterError ? 'rate_limited' : 'second_factor_failed');
-      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+      if (err instanceof RetryLaterError) {
+        await attempt.uncount();
+        ctx.set('Retry-After', String(err.retryAfterS));
+      } else if (attempt.last) {
+        this.forget(ctx);
+        return 'spent';
+      }
       await this.renderChallenge(ctx, page, err.message, err.status);
       return 'failed';
     }

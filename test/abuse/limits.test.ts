@@ -149,6 +149,21 @@ describeEachProfile('abuse limits', (profile) => {
       expect(stranger.status).to.equal(429);
       expect(Number(stranger.headers.get('retry-after'))).to.be.within(1, 60);
     });
+
+    it('takes the account\'s point before the password is checked: of 24 wrong passwords sent at once from 24 addresses, at most 3 + 1 are checked', async () => {
+      const user = await makeUser(idp.db);
+      const visitors = await Promise.all(
+        Array.from({ length: 24 }, async (_, i) => {
+          const v = new Browser(idp.url, { from: `127.0.3.${i + 1}` });
+          await v.get('/login');
+          return v;
+        }),
+      );
+      const answers = await Promise.all(visitors.map((v) => v.submit('/login', { login: user.username, password: WRONG })));
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.filter((s) => s === 401).length, statuses.join(' ')).to.be.within(1, 4);
+      expect(statuses.filter((s) => s !== 401).every((s) => s === 429), statuses.join(' ')).to.equal(true);
+    });
   });
 
   describe('sign-ups from one address', () => {

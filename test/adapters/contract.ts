@@ -120,6 +120,21 @@ function contract(storage: () => Storage) {
     expect(await adapter('AccessToken').find(newId())).to.equal(undefined);
   });
 
+  it('finds many entries at once, each with jti restored, and leaves out unknown, expired and other models\' ids', async () => {
+    const first = await saved('AccessToken', { grantId: newId() });
+    const second = await saved('AccessToken');
+    const expired = await saved('AccessToken', {}, 1);
+    const other = await saved('RefreshToken');
+    await adapter('AccessToken').consume(second.id);
+    await storage().elapse(1100);
+    const found = await adapter('AccessToken').findMany([first.id, newId(), second.id, expired.id, other.id, first.id]);
+    expect([...found.keys()].sort()).to.deep.equal([first.id, second.id].sort());
+    expect(found.get(first.id)).to.deep.equal(first.payload);
+    expect(found.get(second.id)).to.deep.equal(await adapter('AccessToken').find(second.id));
+    expect(found.get(second.id)!.consumed).to.be.a('number');
+    expect(await adapter('AccessToken').findMany([])).to.deep.equal(new Map());
+  });
+
   it('stores neither the id nor jti', async () => {
     const token = await saved('RefreshToken', { grantId: newId() });
     const session = await saved('Session', { uid: newId() });

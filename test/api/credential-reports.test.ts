@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { REPORT_ACCEPTED } from '../../src/api/credentials/routes.js';
 import { generateToken, type TokenPrefix } from '../../src/tokens.js';
 import { call, expectApiError, type ApiResponse } from '../helpers/api.js';
-import { describeEachProfile, useIdp } from '../helpers/app.js';
+import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
+import { TEST_REDIS_URL } from '../helpers/db.js';
 import { signIn } from '../helpers/browser.js';
 import { makeClient, makeUser, personalToken } from '../helpers/factories.js';
 import { unescapeHtml } from '../helpers/html.js';
@@ -124,5 +128,68 @@ describeEachProfile('reports of leaked credentials: the per-address limit', (pro
     expect((await call(idp, '/apis/v2/user', { token })).status, 'the refused report revoked nothing').to.equal(200);
     const invalid = await call(idp, '/apis/v2/credentials/revoke', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
     expect(invalid.status, 'counted before the body is read').to.equal(429);
+  });
+});
+
+/**
+ * What one report costs storage, counted where it happens: every SQL statement the service's
+ * knex sends (its `query` event), and every command its Redis connection sends (the server's
+ * MONITOR, filtered to that connection; commands a script runs inside Redis are not sent).
+ */
+async function storageCalls(idp: RunningIdp, fn: () => Promise<void>): Promise<{ sql: number; redis: number }> {
+  const counted = { sql: 0, redis: 0 };
+  const onQuery = () => {
+    counted.sql += 1;
+  };
+  idp.db.on('query', onQuery);
+  const service = idp.idp.redis as Redis | undefined;
+  const monitor = service ? await new Redis(TEST_REDIS_URL!).monitor() : undefined;
+  const source = service ? `${service.stream.localAddress}:${service.stream.localPort}` : '';
+  const marker = `end-of-report-${randomBytes(4).toString('hex')}`;
+  const ended = new Promise<void>((resolve) =>
+    monitor?.on('monitor', (_time: string, args: string[], from: string) => {
+      if (from === source) counted.redis += 1;
+      if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) resolve();
+    }),
+  );
+  try {
+    await fn();
+    if (service) {
+      // MONITOR reports commands in the order they ran: once this one arrives, every earlier one has.
+      await service.echo(marker);
+      await ended;
+      counted.redis -= 1;
+    }
+  } finally {
+    idp.db.off('query', onQuery);
+    monitor?.disconnect();
+  }
+  return counted;
+}
+
+describeEachProfile('reports of leaked credentials: values as they are found', (profile) => {
+  const idp = useIdp(profile);
+
+  it('revokes the live tokens of a report whose values carry a tab, a line ending or a control character, and ignores what is not a token', async () => {
+    const user = await makeUser(idp.db);
+    const client = await makeClient(idp.db);
+    const pat = await personalToken(idp.db, user.id);
+    const spared = await personalToken(idp.db, user.id);
+    const oauth = await oauthTokens(idp.url, client, user, 'groups:read-only');
+    const answer = await report(idp, [`${pat}\t`, `${oauth.accessToken}\r\n`, `${spared.slice(0, 10)}\u0000${spared.slice(10)}`, 'pasted\u0007junk']);
+    expectAccepted(answer);
+    expect(answer.body).to.deep.equal(REPORT_ACCEPTED);
+    expect((await call(idp, '/apis/v2/user', { token: pat })).status, 'the tab-suffixed personal token').to.equal(401);
+    expect((await call(idp, '/apis/v2/user', { token: oauth.accessToken })).status, 'the access token with its line ending').to.equal(401);
+    expect((await call(idp, '/apis/v2/user', { token: spared })).status, 'a token with a control character inside is not that token').to.equal(200);
+  });
+
+  it('looks up 1,000 reported values with a bounded number of storage calls, not one per value', async () => {
+    const values = (['ha_', 'hs_', 'ho_', 'hr_'] as const).flatMap((prefix) => Array.from({ length: 250 }, () => generateToken(prefix)));
+    const calls = await storageCalls(idp, async () => {
+      expectAccepted(await report(idp, values));
+    });
+    // One per kind, and the few the rate limit and the request itself take.
+    expect(calls.sql + calls.redis, JSON.stringify(calls)).to.be.at.most(12);
   });
 });

@@ -49,3 +49,26 @@ export function errorMessage(html: string): string | undefined {
   const found = /data-testid="error-message">([^<]*)</.exec(html)?.[1];
   return found === undefined ? undefined : unescapeHtml(found);
 }
+
+/**
+ * What the page's form posting to an action containing `contains` sends once filled in with
+ * `values`: the form's own fields (hidden ones with the values the page gave them), each named
+ * field set as `values` says. A value for a field the form does not have throws, so a test
+ * cannot post a field the page no longer offers.
+ */
+export function filledForm(html: string, contains: string, values: Record<string, string> = {}): { action: string; fields: Record<string, string> } {
+  const form = [...html.matchAll(/<form\b[^>]*\baction="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].find((m) => m[1]!.includes(contains));
+  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
+  const fields: Record<string, string> = {};
+  for (const [element] of form[2]!.matchAll(/<(?:input|textarea|select)\b[^>]*>/g)) {
+    const name = /\bname="([^"]+)"/.exec(element)?.[1];
+    if (!name) continue;
+    const value = /\bvalue="([^"]*)"/.exec(element)?.[1];
+    fields[unescapeHtml(name)] = value === undefined ? '' : unescapeHtml(value);
+  }
+  for (const [name, value] of Object.entries(values)) {
+    if (!(name in fields)) throw new Error(`the form posting to ${form[1]} has no field "${name}" (it has ${Object.keys(fields).join(', ')})`);
+    fields[name] = value;
+  }
+  return { action: unescapeHtml(form[1]!), fields };
+}
