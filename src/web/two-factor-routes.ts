@@ -16,6 +16,13 @@ import { render } from './render.js';
 
 const BASE = '/account/settings/two-factor';
 
+/**
+ * The code fields of the status page's two forms (views/account/settings/two-factor.ejs): each
+ * has a name of its own, so that its error shows beside the right form.
+ */
+const REGENERATE_CODE = 'regenerate_code';
+const DISABLE_CODE = 'disable_code';
+
 const NOTICES: Record<string, string> = {
   disabled: 'Two-factor authentication is off.',
 };
@@ -111,24 +118,24 @@ export function twoFactorRoutes(deps: WebDeps): Router {
   router.post(`${BASE}/recovery-codes`, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx)[REGENERATE_CODE] ?? '', ctx.ip);
       showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { regenerate_code: errors.code ?? '' }, formStatus(err));
+      await renderStatus(ctx, user, { [REGENERATE_CODE]: errors.code ?? '' }, formStatus(err));
     }
   });
 
   router.post(`${BASE}/disable`, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      await disableTwoFactor(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      await disableTwoFactor(settings, user, formFields(ctx)[DISABLE_CODE] ?? '', ctx.ip);
       ctx.redirect(`${BASE}?notice=disabled`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { disable_code: errors.code ?? '' }, formStatus(err));
+      await renderStatus(ctx, user, { [DISABLE_CODE]: errors.code ?? '' }, formStatus(err));
     }
   });
 

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
-import { findCsrf } from './html.js';
+import { fillForm, findCsrf } from './html.js';
 
 /** An answer, read to the end, and where it came from. */
 export type Page = { status: number; headers: Headers; text: string; url: URL };
@@ -54,6 +54,15 @@ export class Browser {
   /** Posts `fields` as the page's form would: with its CSRF token. */
   submit(url: string | URL, fields: Record<string, string> = {}): Pending {
     return this.postForm(url, { _csrf: this.csrf, ...fields });
+  }
+
+  /**
+   * Sends the form of `page` that posts to an action containing `contains`, filled as a person
+   * would: by its labels (see fillForm), with the hidden fields the page wrote.
+   */
+  fill(page: Page, contains: string, byLabel: Record<string, string> = {}): Pending {
+    const { action, fields } = fillForm(page.text, contains, byLabel);
+    return this.request(new URL(action, page.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fields.toString() });
   }
 
   /** Opens `start` (or goes on from an answer) and follows redirects within its sites, but not into `stopAt`. */

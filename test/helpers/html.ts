@@ -49,3 +49,74 @@ export function errorMessage(html: string): string | undefined {
   const found = /data-testid="error-message">([^<]*)</.exec(html)?.[1];
   return found === undefined ? undefined : unescapeHtml(found);
 }
+
+/** One control of a form as the page wrote it. */
+export interface FormControl {
+  name: string;
+  /** `text`, `password`, `hidden`, `checkbox`, … (`select`, `textarea` for those elements). */
+  type: string;
+  value: string;
+  /** The text of the `<label for>` of the control's id, when it has one. */
+  label?: string;
+  checked: boolean;
+}
+
+export interface ParsedForm {
+  action: string;
+  controls: FormControl[];
+}
+
+function attribute(tag: string, name: string): string | undefined {
+  const found = new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
+  return found === undefined ? undefined : unescapeHtml(found);
+}
+
+/**
+ * The form of the page that posts to an action containing `contains` (the first such), with its
+ * controls as written: what a browser would send from it is read off the page, never assumed.
+ */
+export function parseForm(html: string, contains: string): ParsedForm {
+  const forms = [...html.matchAll(/<form\b[^>]*>[\s\S]*?<\/form>/g)].map((m) => m[0]);
+  const form = forms.find((f) => (attribute(/<form\b[^>]*>/.exec(f)![0], 'action') ?? '').includes(contains));
+  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
+  const labels = new Map([...html.matchAll(/<label\b[^>]*\sfor="([^"]+)"[^>]*>([\s\S]*?)<\/label>/g)].map((m) => [m[1]!, unescapeHtml(m[2]!.replace(/<[^>]+>/g, '').trim())]));
+  const controls: FormControl[] = [];
+  for (const [tag, element, inner] of form.matchAll(/<(input|select|textarea)\b[^>]*>(?:([\s\S]*?)<\/\1>)?/g) as Iterable<[string, string, string | undefined]>) {
+    const name = attribute(tag, 'name');
+    if (!name) continue;
+    const id = attribute(tag, 'id');
+    const type = element === 'input' ? (attribute(tag, 'type') ?? 'text') : element;
+    const selected = element === 'select' ? /<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] : undefined;
+    controls.push({
+      name,
+      type,
+      value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? ''),
+      label: id ? labels.get(id) : undefined,
+      checked: /\schecked\b/.test(tag),
+    });
+  }
+  return { action: unescapeHtml(attribute(/<form\b[^>]*>/.exec(form)![0], 'action')!), controls };
+}
+
+/**
+ * What the browser sends when a person fills the form posting to `contains`: its hidden fields
+ * and checked boxes as the page wrote them, and each control named by its label in `byLabel`
+ * with the value given. A label the form does not have is an error, so a test cannot pass by
+ * posting a field the form lacks.
+ */
+export function fillForm(html: string, contains: string, byLabel: Record<string, string> = {}): { action: string; fields: URLSearchParams } {
+  const form = parseForm(html, contains);
+  const fields = new URLSearchParams();
+  const used = new Set<string>();
+  for (const control of form.controls) {
+    const typed = control.label !== undefined && control.label in byLabel ? byLabel[control.label] : undefined;
+    if (typed !== undefined) used.add(control.label!);
+    if (typed !== undefined) fields.append(control.name, typed);
+    else if (control.type === 'checkbox' || control.type === 'radio') {
+      if (control.checked) fields.append(control.name, control.value);
+    } else fields.append(control.name, control.value);
+  }
+  const missing = Object.keys(byLabel).filter((label) => !used.has(label));
+  if (missing.length) throw new Error(`the form posting to *${contains}* has no field labelled ${missing.map((l) => `"${l}"`).join(', ')}: ${form.controls.map((c) => c.label ?? c.name).join(', ')}`);
+  return { action: form.action, fields };
+}
