@@ -9,6 +9,7 @@ import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
 import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
+import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
@@ -98,7 +99,7 @@ function tokenId(ctx: Context): number {
  * applications the user authorized (listed, revoked). A new token appears once, on the page the
  * POST redirects to, carried there by the one-time flash, never in a URL.
  */
-export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
+export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const { db, provider } = deps;
   const router = new Router({ prefix: BASE });
 
@@ -153,7 +154,8 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     ctx.redirect(`${BASE}/tokens`);
   });
 
-  router.post(['/tokens', '/tokens/new'], async (ctx) => {
+  // A token is a way in that outlives the session: a stolen session must not be able to mint one.
+  router.post(['/tokens', '/tokens/new'], access.required('create-token'), async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = {

@@ -9,6 +9,7 @@ import {
   twoFactorStatus,
   type TwoFactorDeps,
 } from '../services/two-factor.js';
+import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
@@ -30,9 +31,10 @@ const NOTICES: Record<string, string> = {
 /**
  * Account settings → Two-factor authentication: set up an authenticator app from a QR code (or
  * its secret as text), confirmed by one code; then ten recovery codes, shown once; new recovery
- * codes and turning it off each need a fresh code.
+ * codes and turning it off each need a fresh code (which is also this session's proof of its
+ * person). Setting up needs a recent proof (Confirm access).
  */
-export function twoFactorRoutes(deps: WebDeps): Router {
+export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
   const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
 
@@ -78,19 +80,20 @@ export function twoFactorRoutes(deps: WebDeps): Router {
   });
 
   // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
-  router.post(`${BASE}/setup`, async (ctx) => {
+  router.post(`${BASE}/setup`, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     await totpSetup(settings, user, { restart: formFields(ctx).restart === '1' });
     ctx.redirect(`${BASE}/setup`);
   });
 
-  router.get(`${BASE}/setup`, async (ctx) => {
+  // The page shows the secret: a stolen session must not read it, nor turn it on with it.
+  router.get(`${BASE}/setup`, access.page('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
     await renderSetup(ctx, user);
   });
 
-  router.post(`${BASE}/setup/confirm`, async (ctx) => {
+  router.post(`${BASE}/setup/confirm`, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     try {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
@@ -119,6 +122,7 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     const user = requireUser(ctx);
     try {
       const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx)[REGENERATE_CODE] ?? '', ctx.ip);
+      await access.record(ctx);
       showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
@@ -131,6 +135,7 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     const user = requireUser(ctx);
     try {
       await disableTwoFactor(settings, user, formFields(ctx)[DISABLE_CODE] ?? '', ctx.ip);
+      await access.record(ctx);
       ctx.redirect(`${BASE}?notice=disabled`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});

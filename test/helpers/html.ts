@@ -72,51 +72,66 @@ function attribute(tag: string, name: string): string | undefined {
 }
 
 /**
- * The form of the page that posts to an action containing `contains` (the first such), with its
- * controls as written: what a browser would send from it is read off the page, never assumed.
+ * The forms of the page that post to an action containing `contains`, each with its controls as
+ * written: what a browser would send from them is read off the page, never assumed.
  */
-export function parseForm(html: string, contains: string): ParsedForm {
-  const forms = [...html.matchAll(/<form\b[^>]*>[\s\S]*?<\/form>/g)].map((m) => m[0]);
-  const form = forms.find((f) => (attribute(/<form\b[^>]*>/.exec(f)![0], 'action') ?? '').includes(contains));
-  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
-  const labels = new Map([...html.matchAll(/<label\b[^>]*\sfor="([^"]+)"[^>]*>([\s\S]*?)<\/label>/g)].map((m) => [m[1]!, unescapeHtml(m[2]!.replace(/<[^>]+>/g, '').trim())]));
-  const controls: FormControl[] = [];
-  for (const [tag, element, inner] of form.matchAll(/<(input|select|textarea)\b[^>]*>(?:([\s\S]*?)<\/\1>)?/g) as Iterable<[string, string, string | undefined]>) {
-    const name = attribute(tag, 'name');
-    if (!name) continue;
-    const id = attribute(tag, 'id');
-    const type = element === 'input' ? (attribute(tag, 'type') ?? 'text') : element;
-    const selected = element === 'select' ? /<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] : undefined;
-    controls.push({
-      name,
-      type,
-      value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? ''),
-      label: id ? labels.get(id) : undefined,
-      checked: /\schecked\b/.test(tag),
-    });
+export function parseForms(html: string, contains: string): ParsedForm[] {
+  const labels = new Map([...html.matchAll(/<label\b[^>]*\sfor="([^"]+)"[^>]*>([\s\S]*?)<\/label>/g)].map((m) => [m[1]!, unescapeHtml(m[2]!.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ').trim())]));
+  const found: ParsedForm[] = [];
+  for (const [form] of html.matchAll(/<form\b[^>]*>[\s\S]*?<\/form>/g)) {
+    const action = attribute(/<form\b[^>]*>/.exec(form)![0], 'action') ?? '';
+    if (!action.includes(contains)) continue;
+    const controls: FormControl[] = [];
+    for (const [tag, element, inner] of form.matchAll(/<(input|select|textarea)\b[^>]*>(?:([\s\S]*?)<\/\1>)?/g) as Iterable<[string, string, string | undefined]>) {
+      const name = attribute(tag, 'name');
+      if (!name) continue;
+      const id = attribute(tag, 'id');
+      const type = element === 'input' ? (attribute(tag, 'type') ?? 'text') : element;
+      const selected = element === 'select' ? /<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] : undefined;
+      controls.push({
+        name,
+        type,
+        value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? ''),
+        label: id ? labels.get(id) : undefined,
+        checked: /\schecked\b/.test(tag),
+      });
+    }
+    found.push({ action, controls });
   }
-  return { action: unescapeHtml(attribute(/<form\b[^>]*>/.exec(form)![0], 'action')!), controls };
+  return found;
+}
+
+/** The first form of the page that posts to an action containing `contains`. */
+export function parseForm(html: string, contains: string): ParsedForm {
+  const form = parseForms(html, contains)[0];
+  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
+  return form;
 }
 
 /**
- * What the browser sends when a person fills the form posting to `contains`: its hidden fields
- * and checked boxes as the page wrote them, and each control named by its label in `byLabel`
- * with the value given. A label the form does not have is an error, so a test cannot pass by
- * posting a field the form lacks.
+ * What the browser sends when a person fills a form posting to `contains` (the first such form
+ * that has every label of `byLabel`): its hidden fields and checked boxes as the page wrote
+ * them, and each control named by its label in `byLabel` with the value given (for a checkbox or
+ * radio button, `'checked'` or `'unchecked'`). A label no such form has is an error, so a test
+ * cannot pass by posting a field the form lacks.
  */
 export function fillForm(html: string, contains: string, byLabel: Record<string, string> = {}): { action: string; fields: URLSearchParams } {
-  const form = parseForm(html, contains);
-  const fields = new URLSearchParams();
-  const used = new Set<string>();
-  for (const control of form.controls) {
-    const typed = control.label !== undefined && control.label in byLabel ? byLabel[control.label] : undefined;
-    if (typed !== undefined) used.add(control.label!);
-    if (typed !== undefined) fields.append(control.name, typed);
-    else if (control.type === 'checkbox' || control.type === 'radio') {
-      if (control.checked) fields.append(control.name, control.value);
-    } else fields.append(control.name, control.value);
+  const forms = parseForms(html, contains);
+  if (!forms.length) throw new Error(`no form posting to *${contains}* on the page`);
+  const wanted = Object.keys(byLabel);
+  const form = forms.find((f) => wanted.every((label) => f.controls.some((c) => c.label === label)));
+  if (!form) {
+    throw new Error(`no form posting to *${contains}* has a field labelled ${wanted.map((l) => `"${l}"`).join(' and ')}: ${forms.map((f) => f.controls.map((c) => c.label ?? c.name).join(', ')).join(' | ')}`);
   }
-  const missing = Object.keys(byLabel).filter((label) => !used.has(label));
-  if (missing.length) throw new Error(`the form posting to *${contains}* has no field labelled ${missing.map((l) => `"${l}"`).join(', ')}: ${form.controls.map((c) => c.label ?? c.name).join(', ')}`);
+  const fields = new URLSearchParams();
+  const typedOf = (control: FormControl) => (control.label !== undefined && Object.hasOwn(byLabel, control.label) ? byLabel[control.label]! : undefined);
+  // Choosing one radio button of a group unchooses the one the page had checked.
+  const chosenRadios = new Set(form.controls.filter((c) => c.type === 'radio' && typedOf(c) === 'checked').map((c) => c.name));
+  for (const control of form.controls) {
+    const typed = typedOf(control) ?? (control.type === 'radio' && chosenRadios.has(control.name) ? 'unchecked' : undefined);
+    if (control.type === 'checkbox' || control.type === 'radio') {
+      if (typed === undefined ? control.checked : typed === 'checked') fields.append(control.name, control.value);
+    } else fields.append(control.name, typed ?? control.value);
+  }
   return { action: form.action, fields };
 }
