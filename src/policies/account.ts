@@ -1,3 +1,5 @@
+import type { UserRow } from '../db/users.js';
+
 /**
  * What a signed-in person may change about their own account, and when they must prove again
  * that they are its owner. Pure: the pages load the facts and ask here.
@@ -32,4 +34,16 @@ export const CONFIRMATION_WINDOW_MS = 10 * 60_000;
 export function recentlyConfirmed(lastProofMs: number | undefined, atMs: number): boolean {
   if (lastProofMs === undefined || !Number.isFinite(lastProofMs)) return false;
   return atMs - lastProofMs < CONFIRMATION_WINDOW_MS && lastProofMs - atMs < CONFIRMATION_WINDOW_MS;
+}
+
+type Account = Pick<UserRow, 'email_verified_at'>;
+
+/**
+ * Whether the account may add a way in (a passkey, an authenticator app, a personal access
+ * token). Where the site requires verified addresses, not before its address is verified: an
+ * account someone made with another person's address must not gather credentials the owner of
+ * the address would then have to find and remove.
+ */
+export function mayAddCredentials(user: Account, requireVerifiedEmail: boolean): boolean {
+  return !requireVerifiedEmail || Boolean(user.email_verified_at);
 }

@@ -6,8 +6,10 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { confirmPassword } from '../services/account.js';
 import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskey, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
+import { mayAddCredentials } from '../policies/account.js';
 import { CONFIRM_ACCESS, type AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { refuseUnverified } from './verified-address.js';
 import { toIso } from '../time.js';
 import { render } from './render.js';
 import { SecondFactorStep, type SignInPlace } from './second-factor.js';
@@ -97,6 +99,9 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
     try {
       if (form.purpose === 'register') {
         const user = requireUser(ctx);
+        if (!mayAddCredentials(user, deps.config.requireVerifiedEmail)) {
+          throw new AppError(403, 'email_not_verified', 'Verify your e-mail address before you add a passkey: follow the link we sent you.');
+        }
         // No challenge for a session that has not proved its person lately: the page's script
         // sends the browser to the prompt, which comes back here.
         if (!(await access.recent(ctx))) {
@@ -139,6 +144,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       title: 'Passkeys · Account settings',
       tab: 'passkeys',
       passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, createdAt: toIso(p.created_at), lastUsedAt: toIso(p.last_used_at) })),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       // Without a recent proof, Add leads to the Confirm access prompt first and back here.
       confirmFirst: (await access.recent(ctx)) ? null : `${CONFIRM_ACCESS}?for=add-passkey&return_to=${encodeURIComponent(SETTINGS)}`,
       errors,
@@ -151,7 +157,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
     await renderSettings(ctx, requireUser(ctx));
   });
 
-  router.post(SETTINGS, access.required('add-passkey'), async (ctx) => {
+  router.post(SETTINGS, refuseUnverified(deps, 'add a passkey'), access.required('add-passkey'), async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
     const given = challenges.take(ctx, 'register');

@@ -9,12 +9,14 @@ import { API_SCOPES, isScope, SCOPES } from '../vocabulary.js';
 import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
+import { mayAddCredentials } from '../policies/account.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings';
 
@@ -115,6 +117,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
     status = 200,
   ) {
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
+    const user = requireUser(ctx);
     const { items: myGroups } = await groupsOfUser(db, userId, { limit: 200, offset: 0 });
     render(ctx, 'account/settings/tokens', {
       title: 'Access tokens · Account settings',
@@ -125,6 +128,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION, groupAccess: 'all', groups: [] },
       groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path })),
       reported: await reportedTokensOf(db, userId),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       values: { name: extra.form?.name ?? '' },
       errors: extra.errors ?? {},
       labels: LABELS.token,
@@ -155,7 +159,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
   });
 
   // A token is a way in that outlives the session: a stolen session must not be able to mint one.
-  router.post(['/tokens', '/tokens/new'], access.required('create-token'), async (ctx) => {
+  router.post(['/tokens', '/tokens/new'], refuseUnverified(deps, 'create a personal access token'), access.required('create-token'), async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = {

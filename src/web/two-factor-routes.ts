@@ -9,11 +9,13 @@ import {
   twoFactorStatus,
   type TwoFactorDeps,
 } from '../services/two-factor.js';
+import { mayAddCredentials } from '../policies/account.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
 import { render } from './render.js';
+import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings/two-factor';
 
@@ -32,7 +34,8 @@ const NOTICES: Record<string, string> = {
  * Account settings → Two-factor authentication: set up an authenticator app from a QR code (or
  * its secret as text), confirmed by one code; then ten recovery codes, shown once; new recovery
  * codes and turning it off each need a fresh code (which is also this session's proof of its
- * person). Setting up needs a recent proof (Confirm access).
+ * person). Setting up needs a recent proof (Confirm access) and, where the site requires it, a
+ * verified address.
  */
 export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
@@ -43,6 +46,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
       title: 'Two-factor authentication · Account settings',
       tab: 'two-factor',
       status: await twoFactorStatus(deps.db, user.id),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       errors,
       flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
     }, status);
@@ -79,21 +83,23 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     await renderStatus(ctx, requireUser(ctx));
   });
 
+  const unverified = refuseUnverified(deps, 'turn on two-factor authentication');
+
   // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
-  router.post(`${BASE}/setup`, access.required('turn-on-two-factor'), async (ctx) => {
+  router.post(`${BASE}/setup`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     await totpSetup(settings, user, { restart: formFields(ctx).restart === '1' });
     ctx.redirect(`${BASE}/setup`);
   });
 
   // The page shows the secret: a stolen session must not read it, nor turn it on with it.
-  router.get(`${BASE}/setup`, access.page('turn-on-two-factor'), async (ctx) => {
+  router.get(`${BASE}/setup`, unverified, access.page('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
     await renderSetup(ctx, user);
   });
 
-  router.post(`${BASE}/setup/confirm`, access.required('turn-on-two-factor'), async (ctx) => {
+  router.post(`${BASE}/setup/confirm`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     try {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
