@@ -158,11 +158,12 @@ export function pruneAnsweredChallenges(db: Knex): Promise<number> {
   return pruneSpentChallenges(db, now());
 }
 
-/** Removes one of the person's passkeys (after the caller checked their password). */
-export async function removePasskey(db: Knex, user: Person, id: number, ip: string | null): Promise<void> {
-  await db.transaction(async (trx) => {
+/** Removes one of the person's passkeys (after the caller checked their password); returns its name. */
+export async function removePasskey(db: Knex, user: Person, id: number, ip: string | null): Promise<{ name: string }> {
+  return db.transaction(async (trx) => {
     const removed = await deletePasskey(trx, user.id, id);
     if (!removed) throw new AppError(404, 'not_found', 'There is no such passkey.');
     await recordAudit(trx, { groupId: null, actorId: user.id, action: 'user.passkey.remove', target: user.username, details: { passkey: removed.name }, ip }, now());
+    return { name: removed.name };
   });
 }

@@ -9,6 +9,7 @@ import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskey, listPass
 import { mayAddCredentials } from '../policies/account.js';
 import { CONFIRM_ACCESS, type AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 import { toIso } from '../time.js';
 import { render } from './render.js';
@@ -170,6 +171,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       await renderSettings(ctx, user, { name: err.message }, err.status, { name });
       return;
     }
+    noticeToOwner(deps, ctx, user, 'passkey-added', name.trim());
     ctx.redirect(`${SETTINGS}?notice=added`);
   });
 
@@ -187,7 +189,8 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       return;
     }
     await access.record(ctx);
-    await removePasskey(deps.db, user, id, ctx.ip);
+    const removed = await removePasskey(deps.db, user, id, ctx.ip);
+    noticeToOwner(deps, ctx, user, 'passkey-removed', removed.name);
     ctx.redirect(`${SETTINGS}?notice=removed`);
   });
 

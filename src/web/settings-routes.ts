@@ -16,6 +16,7 @@ import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings';
@@ -174,6 +175,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       // The token goes to the next page in the one-time flash: the database keeps a digest, and nothing puts it in a URL.
       if ('created' in outcome) {
         deps.metrics.tokenIssued('personal_access_token');
+        noticeToOwner(deps, ctx, user, 'personal-token-created', outcome.created.row.name);
         flashBox(ctx).put({ for: TOKEN_FLASH, secret: outcome.created.token, name: outcome.created.row.name });
       }
       ctx.redirect(`${BASE}/tokens?notice=${'created' in outcome ? 'token-created' : 'token-repeated'}`);

@@ -15,6 +15,7 @@ import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
 import { render } from './render.js';
+import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings/two-factor';
@@ -35,7 +36,7 @@ const NOTICES: Record<string, string> = {
  * its secret as text), confirmed by one code; then ten recovery codes, shown once; new recovery
  * codes and turning it off each need a fresh code (which is also this session's proof of its
  * person). Setting up needs a recent proof (Confirm access) and, where the site requires it, a
- * verified address.
+ * verified address. Each change is mailed to the owner.
  */
 export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
@@ -103,6 +104,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     const user = requireUser(ctx);
     try {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      noticeToOwner(deps, ctx, user, 'two-factor-enabled');
       showCodesOnce(ctx, user, codes, 'Two-factor authentication is on');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
@@ -129,6 +131,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     try {
       const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx)[REGENERATE_CODE] ?? '', ctx.ip);
       await access.record(ctx);
+      noticeToOwner(deps, ctx, user, 'recovery-codes-replaced');
       showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
@@ -142,6 +145,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     try {
       await disableTwoFactor(settings, user, formFields(ctx)[DISABLE_CODE] ?? '', ctx.ip);
       await access.record(ctx);
+      noticeToOwner(deps, ctx, user, 'two-factor-disabled');
       ctx.redirect(`${BASE}?notice=disabled`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
