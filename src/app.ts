@@ -37,7 +37,8 @@ import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { twoFactorRoutes } from './web/two-factor-routes.js';
-import { passkeyRoutes } from './web/passkey-routes.js';
+import { PasskeyChallenges, passkeyRoutes } from './web/passkey-routes.js';
+import { AccessConfirmation, confirmAccessRoutes } from './web/confirm-access.js';
 import { pruneAnsweredChallenges } from './services/passkeys.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { apiDocsAssets } from './api/docs.js';
@@ -220,7 +221,9 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
+  // Re-authentication for the changes a stolen session must not make on its own.
+  const access = new AccessConfirmation(deps, new PasskeyChallenges(deps));
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), confirmAccessRoutes(access)]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

@@ -10,6 +10,7 @@ import { createLogger } from '../log.js';
 import { createAccessToken, MAX_TOKEN_DAYS } from '../services/access-tokens.js';
 import { disableUser, enableUser, sendPasswordReset, setSiteAdmin } from '../services/admin.js';
 import { createMailer } from '../services/mail.js';
+import { COMMAND_LINE, mailSecurityNotice, type NoticeRecipient, type SecurityEvent } from '../services/security-notices.js';
 import { accessApplication, createApplication, updateApplication } from '../services/apps.js';
 import type { Actor } from '../services/context.js';
 import { deleteGroup } from '../services/group-deletion.js';
@@ -38,6 +39,8 @@ export interface CommandContext {
 export interface CommandResult {
   json: object;
   text: string;
+  /** Something that did not work out while the command itself did (a mail not sent): one line on stderr. */
+  warning?: string;
 }
 
 export interface Command extends FlagSpec {
@@ -228,7 +231,25 @@ async function groupDelete({ db, flags, config }: CommandContext): Promise<Comma
   };
 }
 
-async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult> {
+/**
+ * Mails the account's owner a security notice of a change made here, as the pages do, saying it
+ * came from the command line. The change stands whatever the mail server says: a refusal comes
+ * back as a warning line.
+ */
+async function noticeFromCommandLine(config: Config, user: NoticeRecipient, event: SecurityEvent, detail: string): Promise<string | undefined> {
+  // Silent: without SMTP_URL outside production the mailer would log to stdout, which is for results.
+  const mailer = createMailer({ ...config.mail, logLinks: false, logger: createLogger('silent') });
+  try {
+    await mailSecurityNotice({ config, mailer }, user, event, COMMAND_LINE, { detail });
+    return undefined;
+  } catch (err) {
+    return `the security notice to ${maskAddress(user.email)} was not sent: ${err instanceof Error ? err.message : String(err)}`;
+  } finally {
+    mailer.close();
+  }
+}
+
+async function tokenCreate({ db, flags, config }: CommandContext): Promise<CommandResult> {
   const user = await requireUserByUsername(db, flags.required('user'), 'user');
   // --group P (repeatable): the token acts only in those groups; none given, in all the user's.
   const paths = flags.list('group');
@@ -241,7 +262,9 @@ async function tokenCreate({ db, flags }: CommandContext): Promise<CommandResult
     groups: paths.length ? groupIds : 'all',
   });
   const reach = row.groups ? `only in ${row.groups.map((g) => g.path).join(', ')}` : 'all groups';
+  const warning = await noticeFromCommandLine(config, user, 'personal-token-created', row.name);
   return {
+    warning,
     json: presentAccessToken(row, token),
     text: [
       `created personal access token "${row.name}" for ${user.username} (scopes: ${row.scopes}; ${reach}; ${row.expires_at ? `expires ${new Date(row.expires_at).toISOString()}` : 'never expires'})`,
@@ -361,7 +384,7 @@ export const commands: Command[] = [
   {
     name: 'token create',
     usage: '--user U --name N --scope "groups:read-only [groups:read-write]" [--expires-in-days D] [--group P ...]',
-    summary: "Create a personal access token (ha_…) for user U; prints it once. No --expires-in-days: it never expires. --group P (repeat it): the token acts only in those groups of U's; none, in all of them.",
+    summary: "Create a personal access token (ha_…) for user U; prints it once, and mails U a security notice. No --expires-in-days: it never expires. --group P (repeat it): the token acts only in those groups of U's; none, in all of them.",
     strings: ['user', 'name', 'scope', 'expires-in-days'],
     lists: ['group'],
     run: tokenCreate,

@@ -70,6 +70,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const result = await withDatabase(config.databaseUrl, (db, applied) =>
       command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret, config }), config.databasePooling);
     io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
+    if (result.warning) io.stderr.write(`idp: warning: ${result.warning}\n`);
     return 0;
   } catch (err) {
     const { line, exitCode } = describeFailure(err);

@@ -9,6 +9,8 @@ export interface SessionIndexRow {
   created_at: string | Date;
   last_seen_at: string | Date;
   expires_at: string | Date;
+  /** The last proof of the person given in this session since it signed in (see migration 0015_reauthentication). */
+  confirmed_at: string | Date | null;
 }
 
 const TABLE = 'user_sessions';
@@ -26,6 +28,27 @@ export async function upsertSessionIndex(
     .insert({ uid: seen.uid, created_at: seen.at, ...changing })
     .onConflict('uid')
     .merge(changing);
+}
+
+/**
+ * Records a session seen now whose person has just proved who they are (a password, a second
+ * factor or a passkey given again): the row as upsertSessionIndex writes it, with `confirmed_at`.
+ */
+export async function confirmSessionIndex(
+  db: Knex,
+  seen: { uid: string; userId: number; ip: string | null; userAgent: string; at: string; expiresAt: string },
+): Promise<void> {
+  const changing = { user_id: seen.userId, ip: seen.ip, user_agent: seen.userAgent, last_seen_at: seen.at, expires_at: seen.expiresAt, confirmed_at: seen.at };
+  await db(TABLE)
+    .insert({ uid: seen.uid, created_at: seen.at, ...changing })
+    .onConflict('uid')
+    .merge(changing);
+}
+
+/** When the user's session `uid` was last confirmed (null: never; undefined: no such row). */
+export async function sessionConfirmedAt(db: Knex, userId: number, uid: string): Promise<string | Date | null | undefined> {
+  const row = await db(TABLE).where({ user_id: userId, uid }).first('confirmed_at');
+  return row ? (row.confirmed_at as string | Date | null) : undefined;
 }
 
 /** A user's sessions, the most recently seen first. */

@@ -126,19 +126,8 @@ export async function authenticationOptions(deps: PasskeyDeps, userId?: number) 
  * Verifies an answer to `challenge`: the passkey must be registered (to `userId` when given) and
  * its signature right; for a sign-in without a password, the person must have been verified by
  * the authenticator (PIN or biometrics). Returns the account, or throws a ValidationError on
- * `field`. A disabled account is refused like an unknown passkey.
- */
-export async function checkPasskey(
-  deps: PasskeyDeps,
-  input: { response: string; challenge: string; userId?: number },
-  field = 'passkey',
-): Promise<{ user: UserRow; userVerified: boolean }> {
-  const response = parseResponse<AuthenticationResponseJSON>(input.response, field);
-  return verifyAnswer(deps, response, await findPasskey(deps.db, response.id), input, field);
-}
-
-/**
- * checkPasskey for a sign-in, counted against the sign-in limits as a password is: the attempt's
+ * `field`; a disabled account is refused like an unknown passkey. Counted against the sign-in
+ * limits as a password is: the attempt's
  * points are taken before the answer is verified (a 429 past the limits), and a right answer
  * gives them back. The account counted is the second factor's after a password (`userId` given,
  * as a code would be), otherwise the passkey's own account; an unknown passkey is a key of its
@@ -196,11 +185,12 @@ export function pruneAnsweredChallenges(db: Knex): Promise<number> {
   return pruneSpentChallenges(db, now());
 }
 
-/** Removes one of the person's passkeys (after the caller checked their password). */
-export async function removePasskey(db: Knex, user: Person, id: number, ip: string | null): Promise<void> {
-  await db.transaction(async (trx) => {
+/** Removes one of the person's passkeys (after the caller checked their password); returns its name. */
+export async function removePasskey(db: Knex, user: Person, id: number, ip: string | null): Promise<{ name: string }> {
+  return db.transaction(async (trx) => {
     const removed = await deletePasskey(trx, user.id, id);
     if (!removed) throw new AppError(404, 'not_found', 'There is no such passkey.');
     await recordAudit(trx, { groupId: null, actorId: user.id, action: 'user.passkey.remove', target: user.username, details: { passkey: removed.name }, ip }, now());
+    return { name: removed.name };
   });
 }

@@ -16,6 +16,7 @@ export type SecurityEvent =
   | 'email-changed'
   | 'two-factor-enabled'
   | 'two-factor-disabled'
+  | 'two-factor-reset'
   | 'recovery-codes-replaced'
   | 'passkey-added'
   | 'passkey-removed'
@@ -37,6 +38,7 @@ const EVENTS: Record<SecurityEvent, EventWords> = {
   'email-changed': { subject: 'Your e-mail address was changed', what: 'The e-mail address of your account was changed to {detail}. Messages about the account now go there.', page: '/account/settings/profile' },
   'two-factor-enabled': { subject: 'Two-factor authentication was turned on', what: 'Two-factor authentication with an authenticator app was turned on for your account.', page: '/account/settings/two-factor' },
   'two-factor-disabled': { subject: 'Two-factor authentication was turned off', what: 'Two-factor authentication was turned off for your account: signing in needs only the password now.', page: '/account/settings/two-factor' },
+  'two-factor-reset': { subject: 'Two-factor authentication was reset by an administrator', what: 'A site administrator reset two-factor authentication for your account: its authenticator app, recovery codes and passkeys were removed, and signing in needs only the password now. If you did not ask for this, tell your administrator.', page: '/account/settings/two-factor' },
   'recovery-codes-replaced': { subject: 'New recovery codes were made', what: 'New two-factor recovery codes were made for your account; the old ones no longer work.', page: '/account/settings/two-factor' },
   'passkey-added': { subject: 'A passkey was added', what: 'A passkey named "{detail}" was added to your account: it can sign in without your password.', page: '/account/settings/passkeys' },
   'passkey-removed': { subject: 'A passkey was removed', what: 'The passkey named "{detail}" was removed from your account.', page: '/account/settings/passkeys' },
@@ -45,6 +47,12 @@ const EVENTS: Record<SecurityEvent, EventWords> = {
   'sign-in-method-unlinked': { subject: 'A sign-in method was unlinked', what: '{detail} no longer signs in to your account.', page: '/account/settings' },
 };
 
+/** A change made with the admin CLI on the server: no browser, no client address. */
+export const COMMAND_LINE = 'command-line';
+
+/** Where a change came from: a request's address and user agent, or the command line. */
+export type NoticeSource = SeenFrom | typeof COMMAND_LINE;
+
 export interface NoticeRecipient {
   id: number;
   username: string;
@@ -52,7 +60,7 @@ export interface NoticeRecipient {
 }
 
 /** The words and values of one notice (exported for the tests of its wording). */
-export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: SeenFrom, options: { detail?: string; at?: Date } = {}) {
+export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: NoticeSource, options: { detail?: string; at?: Date } = {}) {
   const words = EVENTS[event];
   const at = options.at ?? new Date();
   return {
@@ -65,8 +73,8 @@ export function securityNotice(issuer: string, user: NoticeRecipient, event: Sec
       what: words.what.replace('{detail}', options.detail ?? ''),
       // UTC, written out: the mail is read anywhere, and a bare ISO string is hard on people.
       when: `${at.toUTCString().replace('GMT', 'UTC')}`,
-      browser: describeUserAgent(from.userAgent),
-      address: from.ip || 'an unknown address',
+      browser: from === COMMAND_LINE ? 'none: the command line on the server (idp)' : describeUserAgent(from.userAgent),
+      address: from === COMMAND_LINE ? 'the server itself' : from.ip || 'an unknown address',
       resetLink: `${issuer}/forgot-password`,
       sessionsLink: `${issuer}/account/settings/sessions`,
     },
@@ -82,11 +90,20 @@ export function sendSecurityNotice(
   deps: MailDeps,
   user: NoticeRecipient,
   event: SecurityEvent,
-  from: SeenFrom,
+  from: NoticeSource,
   options: { detail?: string; to?: string } = {},
 ): void {
+  mailSecurityNotice(deps, user, event, from, options).catch((err: unknown) => deps.log.error({ err, userId: user.id, notice: event }, 'security notice not sent'));
+}
+
+/** The same, waited for: for the CLI, whose process ends after its command. A failure is thrown. */
+export async function mailSecurityNotice(
+  deps: Pick<MailDeps, 'config' | 'mailer'>,
+  user: NoticeRecipient,
+  event: SecurityEvent,
+  from: NoticeSource,
+  options: { detail?: string; to?: string } = {},
+): Promise<void> {
   const notice = securityNotice(deps.config.issuer, user, event, from, options);
-  deps.mailer
-    .send({ ...notice, to: options.to ?? notice.to })
-    .catch((err: unknown) => deps.log.error({ err, userId: user.id, notice: event }, 'security notice not sent'));
+  await deps.mailer.send({ ...notice, to: options.to ?? notice.to });
 }

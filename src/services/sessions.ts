@@ -1,16 +1,18 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import {
+  confirmSessionIndex,
   deleteSessionIndex,
   findSessionIndex,
   listSessionIndex,
   pruneSessionIndex,
+  sessionConfirmedAt,
   upsertSessionIndex,
   type SessionIndexRow,
 } from '../db/sessions.js';
 import { NotFoundError } from '../errors.js';
 import { lastUseRecorder } from '../last-use.js';
-import { now } from '../time.js';
+import { now, toIso } from '../time.js';
 import { TTL } from '../vocabulary.js';
 
 /**
@@ -54,23 +56,32 @@ export function sessionIndex(db: Knex, onError: (err: unknown) => void) {
   const recordUse = lastUseRecorder(onError);
   return {
     async seen(session: SignedInSession, from: SeenFrom): Promise<void> {
-      const userId = Number(session.accountId);
-      if (!session.accountId || !Number.isSafeInteger(userId)) return;
-      const at = now();
-      const expiresAt = new Date(session.exp ? session.exp * 1000 : Date.now() + TTL.Session * 1000).toISOString();
+      const row = indexRow(session, from);
+      if (!row) return;
       let written: Promise<void> | undefined;
       recordUse(session.uid, () => {
-        written = upsertSessionIndex(db, {
-          uid: session.uid,
-          userId,
-          ip: from.ip?.slice(0, MAX_IP) || null,
-          userAgent: from.userAgent.slice(0, MAX_USER_AGENT),
-          at,
-          expiresAt,
-        });
+        written = upsertSessionIndex(db, row);
         return written;
       });
       await written?.catch(() => {});
+    },
+
+    /**
+     * The session's person proved who they are again just now (a password, a second factor or a
+     * passkey). Written at once, never skipped as a use may be, and a failed write is thrown: a
+     * proof that was not recorded must not be taken as one.
+     */
+    async confirmed(session: SignedInSession, from: SeenFrom): Promise<void> {
+      const row = indexRow(session, from);
+      if (row) await confirmSessionIndex(db, row);
+    },
+
+    /** When the session's person last proved who they are since signing in (undefined: not since). */
+    async confirmedAt(session: SignedInSession): Promise<Date | undefined> {
+      const userId = Number(session.accountId);
+      if (!session.accountId || !Number.isSafeInteger(userId)) return undefined;
+      const at = await sessionConfirmedAt(db, userId, session.uid);
+      return at ? new Date(toIso(at)!) : undefined;
     },
 
     /** A session its own browser signed out of. */
@@ -81,6 +92,20 @@ export function sessionIndex(db: Knex, onError: (err: unknown) => void) {
 }
 
 export type SessionIndex = ReturnType<typeof sessionIndex>;
+
+/** The index row of a signed-in session seen now from `from`; undefined for a session signed in as no one. */
+function indexRow(session: SignedInSession, from: SeenFrom) {
+  const userId = Number(session.accountId);
+  if (!session.accountId || !Number.isSafeInteger(userId)) return undefined;
+  return {
+    uid: session.uid,
+    userId,
+    ip: from.ip?.slice(0, MAX_IP) || null,
+    userAgent: from.userAgent.slice(0, MAX_USER_AGENT),
+    at: now(),
+    expiresAt: new Date(session.exp ? session.exp * 1000 : Date.now() + TTL.Session * 1000).toISOString(),
+  };
+}
 
 /** The store's one extra method (see adapters/common.ts): removing a session by its uid. */
 interface SessionStore {

@@ -14,6 +14,7 @@ import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import { actorOf, type WebDeps } from './context.js';
 import { render } from './render.js';
+import { noticeToOwner } from './security-notice.js';
 
 const BASE = '/admin';
 const PAGE_SIZE = 20;
@@ -177,6 +178,8 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.post('/users/:id/two-factor-reset', async (ctx) => {
     const user = await targetUser(ctx);
     const changed = await resetTwoFactor(db, actorOf(ctx), user);
+    // The owner learns of it: an administrator's account in the wrong hands could strip a second factor too.
+    if (changed) noticeToOwner(deps, ctx, user, 'two-factor-reset');
     ctx.redirect(`${userUrl(user)}?notice=${changed ? 'two-factor-reset' : 'two-factor-off'}`);
   });
 

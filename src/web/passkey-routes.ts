@@ -6,7 +6,11 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { confirmPassword } from '../services/account.js';
 import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskeySignIn, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
+import { mayAddCredentials } from '../policies/account.js';
+import { CONFIRM_ACCESS, type AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.js';
+import { noticeToOwner } from './security-notice.js';
+import { refuseUnverified } from './verified-address.js';
 import { toIso } from '../time.js';
 import { render } from './render.js';
 import { SecondFactorStep, SPENT_MESSAGE, type SignInPlace } from './second-factor.js';
@@ -20,7 +24,7 @@ import { SignedCookie } from './signed-cookie.js';
  * account. The page's script (views/static/passkeys.js, with @simplewebauthn/browser) then posts
  * the authenticator's answer in an ordinary form, which is checked against that cookie.
  */
-type Purpose = 'register' | 'sign-in' | 'second-factor';
+type Purpose = 'register' | 'sign-in' | 'second-factor' | 'confirm';
 
 const SETTINGS = '/account/settings/passkeys';
 
@@ -112,7 +116,7 @@ export class PasskeyChallenges {
   }
 }
 
-export function passkeyRoutes(deps: WebDeps): Router {
+export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
   const challenges = new PasskeyChallenges(deps);
 
@@ -122,8 +126,26 @@ export function passkeyRoutes(deps: WebDeps): Router {
     try {
       if (form.purpose === 'register') {
         const user = requireUser(ctx);
+        if (!mayAddCredentials(user, deps.config.requireVerifiedEmail)) {
+          throw new AppError(403, 'email_not_verified', 'Verify your e-mail address before you add a passkey: follow the link we sent you.');
+        }
+        // No challenge for a session that has not proved its person lately: the page's script
+        // sends the browser to the prompt, which comes back here.
+        if (!(await access.recent(ctx))) {
+          ctx.status = 403;
+          ctx.body = { error: 'confirmation_required', error_description: 'Confirm your password first.', location: `${CONFIRM_ACCESS}?for=add-passkey&return_to=${encodeURIComponent(SETTINGS)}` };
+          return;
+        }
         const options = await registrationOptions(challenges.passkeys, user);
         challenges.remember(ctx, 'register', user.id, options.challenge);
+        ctx.body = options;
+        return;
+      }
+      if (form.purpose === 'confirm') {
+        // The Confirm access prompt's passkey: one of this account's, as a second factor is.
+        const user = requireUser(ctx);
+        const options = await authenticationOptions(challenges.passkeys, user.id);
+        challenges.remember(ctx, 'confirm', user.id, options.challenge);
         ctx.body = options;
         return;
       }
@@ -135,7 +157,7 @@ export function passkeyRoutes(deps: WebDeps): Router {
         ctx.body = options;
         return;
       }
-      throw new AppError(400, 'invalid_request', 'purpose must be register or sign-in');
+      throw new AppError(400, 'invalid_request', 'purpose must be register, sign-in or confirm');
     } catch (err) {
       if (!(err instanceof AppError) || err instanceof RetryLaterError) throw err;
       ctx.status = err.status;
@@ -149,6 +171,9 @@ export function passkeyRoutes(deps: WebDeps): Router {
       title: 'Passkeys · Account settings',
       tab: 'passkeys',
       passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, createdAt: toIso(p.created_at), lastUsedAt: toIso(p.last_used_at) })),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
+      // Without a recent proof, Add leads to the Confirm access prompt first and back here.
+      confirmFirst: (await access.recent(ctx)) ? null : `${CONFIRM_ACCESS}?for=add-passkey&return_to=${encodeURIComponent(SETTINGS)}`,
       errors,
       values,
       flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
@@ -159,20 +184,24 @@ export function passkeyRoutes(deps: WebDeps): Router {
     await renderSettings(ctx, requireUser(ctx));
   });
 
-  router.post(SETTINGS, async (ctx) => {
+  router.post(SETTINGS, refuseUnverified(deps, 'add a passkey'), access.required('add-passkey'), async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
     const given = challenges.take(ctx, 'register');
+    const name = form.name ?? '';
     try {
       if (!given || given.userId !== user.id) throw new AppError(400, 'invalid_request', 'The passkey request expired. Try again.', 'name');
-      await addPasskey(challenges.passkeys, user, { name: form.name ?? '', response: form.response ?? '', challenge: given.challenge }, ctx.ip);
-      ctx.redirect(`${SETTINGS}?notice=added`);
+      await addPasskey(challenges.passkeys, user, { name, response: form.response ?? '', challenge: given.challenge }, ctx.ip);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
-      await renderSettings(ctx, user, { name: err.message }, err.status, { name: form.name ?? '' });
+      await renderSettings(ctx, user, { name: err.message }, err.status, { name });
+      return;
     }
+    noticeToOwner(deps, ctx, user, 'passkey-added', name.trim());
+    ctx.redirect(`${SETTINGS}?notice=added`);
   });
 
+  // The form asks for the password itself: a right one is this session's proof too.
   router.post(`${SETTINGS}/:id/remove`, async (ctx) => {
     const user = requireUser(ctx);
     const id = parseId(ctx.params.id);
@@ -185,7 +214,9 @@ export function passkeyRoutes(deps: WebDeps): Router {
       await renderSettings(ctx, user, { [`password_${id}`]: err.message }, err.status);
       return;
     }
-    await removePasskey(deps.db, user, id, ctx.ip);
+    await access.record(ctx);
+    const removed = await removePasskey(deps.db, user, id, ctx.ip);
+    noticeToOwner(deps, ctx, user, 'passkey-removed', removed.name);
     ctx.redirect(`${SETTINGS}?notice=removed`);
   });
 

@@ -53,6 +53,27 @@ export class SiteSessions {
   }
 
   /**
+   * When the person of the request's session last proved who they are, in milliseconds since the
+   * epoch: its sign-in (the provider's own record of it, whichever page signed in), or a
+   * confirmation since (recorded in the session's row of Account settings → Sessions). Undefined
+   * when signed out. Per session: a proof given in one browser says nothing about another.
+   */
+  async lastProof(ctx: Context): Promise<number | undefined> {
+    const session = await this.session(ctx);
+    if (!session?.accountId) return undefined;
+    const confirmed = await this.index.confirmedAt(session);
+    const signedIn = typeof session.loginTs === 'number' ? session.loginTs * 1000 : undefined;
+    const proofs = [signedIn, confirmed?.getTime()].filter((t): t is number => t !== undefined);
+    return proofs.length ? Math.max(...proofs) : undefined;
+  }
+
+  /** The person of the request's session has just proved who they are again (password, second factor, passkey). */
+  async confirmed(ctx: Context): Promise<void> {
+    const session = await this.session(ctx);
+    if (session?.accountId) await this.index.confirmed(session, { ip: ctx.ip, userAgent: ctx.get('user-agent') });
+  }
+
+  /**
    * A new session (new id) on every sign-in: no session fixation, no grants of a previous user.
    * `amr` says how the person signed in; ID tokens of the session carry it (and `acr`, when asked).
    */

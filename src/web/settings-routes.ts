@@ -9,11 +9,15 @@ import { API_SCOPES, isScope, PERSONAL_TOKEN_SCOPES } from '../vocabulary.js';
 import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
+import { mayAddCredentials } from '../policies/account.js';
+import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { noticeToOwner } from './security-notice.js';
+import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings';
 
@@ -98,7 +102,7 @@ function tokenId(ctx: Context): number {
  * applications the user authorized (listed, revoked). A new token appears once, on the page the
  * POST redirects to, carried there by the one-time flash, never in a URL.
  */
-export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
+export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const { db, provider } = deps;
   const router = new Router({ prefix: BASE });
 
@@ -114,6 +118,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     status = 200,
   ) {
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
+    const user = requireUser(ctx);
     const { items: myGroups } = await groupsOfUser(db, userId, { limit: 200, offset: 0 });
     render(ctx, 'account/settings/tokens', {
       title: 'Access tokens · Account settings',
@@ -124,6 +129,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
       form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION, groupAccess: 'all', groups: [] },
       groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path })),
       reported: await reportedTokensOf(db, userId),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       values: { name: extra.form?.name ?? '' },
       errors: extra.errors ?? {},
       labels: LABELS.token,
@@ -153,7 +159,8 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
     ctx.redirect(`${BASE}/tokens`);
   });
 
-  router.post(['/tokens', '/tokens/new'], async (ctx) => {
+  // A token is a way in that outlives the session: a stolen session must not be able to mint one.
+  router.post(['/tokens', '/tokens/new'], refuseUnverified(deps, 'create a personal access token'), access.required('create-token'), async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = {
@@ -168,6 +175,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }): Router {
       // The token goes to the next page in the one-time flash: the database keeps a digest, and nothing puts it in a URL.
       if ('created' in outcome) {
         deps.metrics.tokenIssued('personal_access_token');
+        noticeToOwner(deps, ctx, user, 'personal-token-created', outcome.created.row.name);
         flashBox(ctx).put({ for: TOKEN_FLASH, secret: outcome.created.token, name: outcome.created.row.name });
       }
       ctx.redirect(`${BASE}/tokens?notice=${'created' in outcome ? 'token-created' : 'token-repeated'}`);

@@ -9,12 +9,23 @@ import {
   twoFactorStatus,
   type TwoFactorDeps,
 } from '../services/two-factor.js';
+import { mayAddCredentials } from '../policies/account.js';
+import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
 import { render } from './render.js';
+import { noticeToOwner } from './security-notice.js';
+import { refuseUnverified } from './verified-address.js';
 
 const BASE = '/account/settings/two-factor';
+
+/**
+ * The code fields of the status page's two forms (views/account/settings/two-factor.ejs): each
+ * has a name of its own, so that its error shows beside the right form.
+ */
+const REGENERATE_CODE = 'regenerate_code';
+const DISABLE_CODE = 'disable_code';
 
 const NOTICES: Record<string, string> = {
   disabled: 'Two-factor authentication is off.',
@@ -23,9 +34,11 @@ const NOTICES: Record<string, string> = {
 /**
  * Account settings → Two-factor authentication: set up an authenticator app from a QR code (or
  * its secret as text), confirmed by one code; then ten recovery codes, shown once; new recovery
- * codes and turning it off each need a fresh code.
+ * codes and turning it off each need a fresh code (which is also this session's proof of its
+ * person). Setting up needs a recent proof (Confirm access) and, where the site requires it, a
+ * verified address. Each change is mailed to the owner.
  */
-export function twoFactorRoutes(deps: WebDeps): Router {
+export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
   const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
 
@@ -34,6 +47,7 @@ export function twoFactorRoutes(deps: WebDeps): Router {
       title: 'Two-factor authentication · Account settings',
       tab: 'two-factor',
       status: await twoFactorStatus(deps.db, user.id),
+      mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       errors,
       flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
     }, status);
@@ -70,23 +84,27 @@ export function twoFactorRoutes(deps: WebDeps): Router {
     await renderStatus(ctx, requireUser(ctx));
   });
 
+  const unverified = refuseUnverified(deps, 'turn on two-factor authentication');
+
   // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
-  router.post(`${BASE}/setup`, async (ctx) => {
+  router.post(`${BASE}/setup`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     await totpSetup(settings, user, { restart: formFields(ctx).restart === '1' });
     ctx.redirect(`${BASE}/setup`);
   });
 
-  router.get(`${BASE}/setup`, async (ctx) => {
+  // The page shows the secret: a stolen session must not read it, nor turn it on with it.
+  router.get(`${BASE}/setup`, unverified, access.page('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
     await renderSetup(ctx, user);
   });
 
-  router.post(`${BASE}/setup/confirm`, async (ctx) => {
+  router.post(`${BASE}/setup/confirm`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     try {
       const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      noticeToOwner(deps, ctx, user, 'two-factor-enabled');
       showCodesOnce(ctx, user, codes, 'Two-factor authentication is on');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
@@ -111,24 +129,28 @@ export function twoFactorRoutes(deps: WebDeps): Router {
   router.post(`${BASE}/recovery-codes`, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx)[REGENERATE_CODE] ?? '', ctx.ip);
+      await access.record(ctx);
+      noticeToOwner(deps, ctx, user, 'recovery-codes-replaced');
       showCodesOnce(ctx, user, codes, 'New recovery codes');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { regenerate_code: errors.code ?? '' }, formStatus(err));
+      await renderStatus(ctx, user, { [REGENERATE_CODE]: errors.code ?? '' }, formStatus(err));
     }
   });
 
   router.post(`${BASE}/disable`, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      await disableTwoFactor(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      await disableTwoFactor(settings, user, formFields(ctx)[DISABLE_CODE] ?? '', ctx.ip);
+      await access.record(ctx);
+      noticeToOwner(deps, ctx, user, 'two-factor-disabled');
       ctx.redirect(`${BASE}?notice=disabled`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { disable_code: errors.code ?? '' }, formStatus(err));
+      await renderStatus(ctx, user, { [DISABLE_CODE]: errors.code ?? '' }, formStatus(err));
     }
   });
 

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
-import { findCsrf } from './html.js';
+import { fillForm, findCsrf } from './html.js';
 
 /** An answer, read to the end, and where it came from. */
 export type Page = { status: number; headers: Headers; text: string; url: URL };
@@ -12,8 +12,9 @@ export type Pending = Promise<Page> & { expect(status: number, location?: string
  * The person's browser, without a screen: a cookie jar per site, redirects followed only when
  * asked, and forms posted with the CSRF token of the last page that carried one. Relative URLs
  * are on `base` (the identity provider); `also` names more sites whose redirects it follows,
- * `from` the loopback address it sends from (each address is another client to the server), and
- * `headers` are sent with every request (X-Forwarded-For, to a server that trusts a proxy).
+ * `from` the loopback address it sends from (each address is another client to the server),
+ * `headers` are sent with every request (X-Forwarded-For, to a server that trusts a proxy), and
+ * `userAgent` the User-Agent it sends (none unless given).
  */
 export class Browser {
   /** The CSRF token of the last page read that carried one. */
@@ -22,14 +23,15 @@ export class Browser {
 
   constructor(
     readonly base: string,
-    private readonly options: { also?: string[]; from?: string; headers?: Record<string, string> } = {},
+    private readonly options: { also?: string[]; from?: string; headers?: Record<string, string>; userAgent?: string } = {},
   ) {}
 
   request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {}): Pending {
     const target = new URL(url, this.base);
     const cookie = this.cookieHeader(target);
     const answer = new Promise<Page>((resolve, reject) => {
-      const req = request(target, { method, headers: { ...(cookie ? { cookie } : {}), ...this.options.headers, ...headers }, localAddress: this.options.from }, (res) => {
+      const sent = { ...(cookie ? { cookie } : {}), ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}), ...this.options.headers, ...headers };
+      const req = request(target, { method, headers: sent, localAddress: this.options.from }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk)).on('error', reject);
         res.on('end', () => {
@@ -55,6 +57,15 @@ export class Browser {
   /** Posts `fields` as the page's form would: with its CSRF token. */
   submit(url: string | URL, fields: Record<string, string> = {}): Pending {
     return this.postForm(url, { _csrf: this.csrf, ...fields });
+  }
+
+  /**
+   * Sends the form of `page` that posts to an action containing `contains`, filled as a person
+   * would: by its labels (see fillForm), with the hidden fields the page wrote.
+   */
+  fill(page: Page, contains: string, byLabel: Record<string, string> = {}): Pending {
+    const { action, fields } = fillForm(page.text, contains, byLabel);
+    return this.request(new URL(action, page.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fields.toString() });
   }
 
   /** Opens `start` (or goes on from an answer) and follows redirects within its sites, but not into `stopAt`. */

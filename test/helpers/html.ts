@@ -50,25 +50,104 @@ export function errorMessage(html: string): string | undefined {
   return found === undefined ? undefined : unescapeHtml(found);
 }
 
+/** One control of a form as the page wrote it. */
+export interface FormControl {
+  name: string;
+  /** `text`, `password`, `hidden`, `checkbox`, … (`select`, `textarea` for those elements). */
+  type: string;
+  value: string;
+  /** The text of the `<label for>` of the control's id, when it has one. */
+  label?: string;
+  checked: boolean;
+}
+
+export interface ParsedForm {
+  action: string;
+  controls: FormControl[];
+}
+
+function attribute(tag: string, name: string): string | undefined {
+  const found = new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
+  return found === undefined ? undefined : unescapeHtml(found);
+}
+
+/**
+ * The forms of the page that post to an action containing `contains`, each with its controls as
+ * written: what a browser would send from them is read off the page, never assumed.
+ */
+export function parseForms(html: string, contains: string): ParsedForm[] {
+  const labels = new Map([...html.matchAll(/<label\b[^>]*\sfor="([^"]+)"[^>]*>([\s\S]*?)<\/label>/g)].map((m) => [m[1]!, unescapeHtml(m[2]!.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ').trim())]));
+  const found: ParsedForm[] = [];
+  for (const [form] of html.matchAll(/<form\b[^>]*>[\s\S]*?<\/form>/g)) {
+    const action = attribute(/<form\b[^>]*>/.exec(form)![0], 'action') ?? '';
+    if (!action.includes(contains)) continue;
+    const controls: FormControl[] = [];
+    for (const [tag, element, inner] of form.matchAll(/<(input|select|textarea)\b[^>]*>(?:([\s\S]*?)<\/\1>)?/g) as Iterable<[string, string, string | undefined]>) {
+      const name = attribute(tag, 'name');
+      if (!name) continue;
+      const id = attribute(tag, 'id');
+      const type = element === 'input' ? (attribute(tag, 'type') ?? 'text') : element;
+      const selected = element === 'select' ? /<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] : undefined;
+      controls.push({
+        name,
+        type,
+        value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? ''),
+        label: id ? labels.get(id) : undefined,
+        checked: /\schecked\b/.test(tag),
+      });
+    }
+    found.push({ action, controls });
+  }
+  return found;
+}
+
+/** The first form of the page that posts to an action containing `contains`. */
+export function parseForm(html: string, contains: string): ParsedForm {
+  const form = parseForms(html, contains)[0];
+  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
+  return form;
+}
+
+/**
+ * What the browser sends when a person fills a form posting to `contains` (the first such form
+ * that has every label of `byLabel`): its hidden fields and checked boxes as the page wrote
+ * them, and each control named by its label in `byLabel` with the value given (for a checkbox or
+ * radio button, `'checked'` or `'unchecked'`). A label no such form has is an error, so a test
+ * cannot pass by posting a field the form lacks.
+ */
+export function fillForm(html: string, contains: string, byLabel: Record<string, string> = {}): { action: string; fields: URLSearchParams } {
+  const forms = parseForms(html, contains);
+  if (!forms.length) throw new Error(`no form posting to *${contains}* on the page`);
+  const wanted = Object.keys(byLabel);
+  const form = forms.find((f) => wanted.every((label) => f.controls.some((c) => c.label === label)));
+  if (!form) {
+    throw new Error(`no form posting to *${contains}* has a field labelled ${wanted.map((l) => `"${l}"`).join(' and ')}: ${forms.map((f) => f.controls.map((c) => c.label ?? c.name).join(', ')).join(' | ')}`);
+  }
+  const fields = new URLSearchParams();
+  const typedOf = (control: FormControl) => (control.label !== undefined && Object.hasOwn(byLabel, control.label) ? byLabel[control.label]! : undefined);
+  // Choosing one radio button of a group unchooses the one the page had checked.
+  const chosenRadios = new Set(form.controls.filter((c) => c.type === 'radio' && typedOf(c) === 'checked').map((c) => c.name));
+  for (const control of form.controls) {
+    const typed = typedOf(control) ?? (control.type === 'radio' && chosenRadios.has(control.name) ? 'unchecked' : undefined);
+    if (control.type === 'checkbox' || control.type === 'radio') {
+      if (typed === undefined ? control.checked : typed === 'checked') fields.append(control.name, control.value);
+    } else fields.append(control.name, typed ?? control.value);
+  }
+  return { action: form.action, fields };
+}
+
 /**
  * What the page's form posting to an action containing `contains` sends once filled in with
- * `values`: the form's own fields (hidden ones with the values the page gave them), each named
- * field set as `values` says. A value for a field the form does not have throws, so a test
- * cannot post a field the page no longer offers.
+ * `values` by field name: the form's own fields (hidden ones with the values the page gave them),
+ * each named field set as `values` says. A value for a field the form does not have throws, so a
+ * test cannot post a field the page no longer offers.
  */
 export function filledForm(html: string, contains: string, values: Record<string, string> = {}): { action: string; fields: Record<string, string> } {
-  const form = [...html.matchAll(/<form\b[^>]*\baction="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)].find((m) => m[1]!.includes(contains));
-  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
-  const fields: Record<string, string> = {};
-  for (const [element] of form[2]!.matchAll(/<(?:input|textarea|select)\b[^>]*>/g)) {
-    const name = /\bname="([^"]+)"/.exec(element)?.[1];
-    if (!name) continue;
-    const value = /\bvalue="([^"]*)"/.exec(element)?.[1];
-    fields[unescapeHtml(name)] = value === undefined ? '' : unescapeHtml(value);
-  }
+  const form = parseForm(html, contains);
+  const fields = Object.fromEntries(form.controls.map((c) => [c.name, c.value]));
   for (const [name, value] of Object.entries(values)) {
-    if (!(name in fields)) throw new Error(`the form posting to ${form[1]} has no field "${name}" (it has ${Object.keys(fields).join(', ')})`);
+    if (!(name in fields)) throw new Error(`the form posting to ${form.action} has no field "${name}" (it has ${Object.keys(fields).join(', ')})`);
     fields[name] = value;
   }
-  return { action: unescapeHtml(form[1]!), fields };
+  return { action: form.action, fields };
 }

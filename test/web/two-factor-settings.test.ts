@@ -4,6 +4,7 @@ import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, visit, type Browser } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
 import { fieldError } from '../helpers/html.js';
+import { withClockAhead } from '../helpers/oauth.js';
 import { atMidStep, codeFor } from '../helpers/totp.js';
 
 const BASE = '/account/settings/two-factor';
@@ -21,13 +22,19 @@ function codesOn(html: string): string[] {
 
 /** Sets up the app for a signed-in browser; returns the secret and the recovery codes. */
 async function turnOn(browser: Browser): Promise<{ secret: string; codes: string[] }> {
-  await browser.get(BASE).expect(200);
-  await browser.submit(`${BASE}/setup`).expect(302, `${BASE}/setup`);
+  const status = await browser.get(BASE).expect(200);
+  await browser.fill(status, `${BASE}/setup`).expect(302, `${BASE}/setup`);
   const page = await browser.get(`${BASE}/setup`).expect(200);
   const secret = secretOn(page.text);
-  await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
+  await browser.fill(page, `${BASE}/setup/confirm`, { 'Code from your app': await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
   const done = await browser.get(`${BASE}/recovery-codes`).expect(200);
   return { secret, codes: codesOn(done.text) };
+}
+
+/** Opens the status page and sends its form posting to `action` with `code` typed into its field; expects `status`. */
+async function submitCode(browser: Browser, action: string, code: string, status: number, location?: string) {
+  const page = await browser.get(BASE).expect(200);
+  return browser.fill(page, action, { 'Code from your app': code }).expect(status, location);
 }
 
 describeEachProfile('Account settings: two-factor authentication', (profile) => {
@@ -44,7 +51,7 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
     await atMidStep(async () => {
       const status = await browser.get(BASE).expect(200);
       expect(status.text).to.include('Set up an authenticator app');
-      await browser.submit(`${BASE}/setup`).expect(302, `${BASE}/setup`);
+      await browser.fill(status, `${BASE}/setup`).expect(302, `${BASE}/setup`);
       const setup = await browser.get(`${BASE}/setup`).expect(200);
       expect(setup.text).to.match(/<img src="data:image\/svg\+xml;base64,[A-Za-z0-9+/=]+" alt="QR code/);
       const secret = secretOn(setup.text);
@@ -52,7 +59,7 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       // Reloading the set-up page keeps the same secret: the app scanned it already.
       expect(secretOn((await browser.get(`${BASE}/setup`).expect(200)).text)).to.equal(secret);
 
-      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
+      await browser.fill(setup, `${BASE}/setup/confirm`, { 'Code from your app': await codeFor(secret) }).expect(302, `${BASE}/recovery-codes`);
       const done = await browser.get(`${BASE}/recovery-codes`).expect(200);
       const codes = codesOn(done.text);
       expect(codes).to.have.length(10);
@@ -73,11 +80,12 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
   });
 
   it('refuses a wrong code at set-up and keeps the same QR code', async () => {
-    await browser.submit(`${BASE}/setup`).expect(302);
-    const secret = secretOn((await browser.get(`${BASE}/setup`).expect(200)).text);
+    await browser.fill(await browser.get(BASE).expect(200), `${BASE}/setup`).expect(302);
+    const setup = await browser.get(`${BASE}/setup`).expect(200);
+    const secret = secretOn(setup.text);
     const right = await codeFor(secret);
     const wrong = right === '000000' ? '111111' : '000000';
-    const page = await browser.submit(`${BASE}/setup/confirm`, { code: wrong }).expect(400);
+    const page = await browser.fill(setup, `${BASE}/setup/confirm`, { 'Code from your app': wrong }).expect(400);
     expect(fieldError(page.text, 'code')).to.match(/not right/);
     expect(secretOn(page.text)).to.equal(secret);
     expect((await browser.get(BASE).expect(200)).text).to.include('Continue setting up');
@@ -85,28 +93,29 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
 
   it('accepts the code of the step before (clock drift) but not one two steps ahead', async () => {
     await atMidStep(async () => {
-      await browser.submit(`${BASE}/setup`).expect(302);
-      const secret = secretOn((await browser.get(`${BASE}/setup`).expect(200)).text);
-      const far = await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, 2) }).expect(400);
+      await browser.fill(await browser.get(BASE).expect(200), `${BASE}/setup`).expect(302);
+      const setup = await browser.get(`${BASE}/setup`).expect(200);
+      const secret = secretOn(setup.text);
+      const far = await browser.fill(setup, `${BASE}/setup/confirm`, { 'Code from your app': await codeFor(secret, 2) }).expect(400);
       expect(fieldError(far.text, 'code')).to.match(/not right/);
-      await browser.submit(`${BASE}/setup/confirm`, { code: await codeFor(secret, -1) }).expect(302);
+      await browser.fill(far, `${BASE}/setup/confirm`, { 'Code from your app': await codeFor(secret, -1) }).expect(302);
     });
   });
 
   it('turning it off needs a fresh code: the code used to turn it on is refused, a recovery code works once', async () => {
     await atMidStep(async () => {
       const { secret, codes } = await turnOn(browser);
-      const replayed = await browser.submit(`${BASE}/disable`, { code: await codeFor(secret) }).expect(400);
+      const replayed = await submitCode(browser, `${BASE}/disable`, await codeFor(secret), 400);
       expect(fieldError(replayed.text, 'disable_code')).to.match(/not right|used already/);
 
       // Regenerating with a recovery code spends it; the old set stops working.
-      await browser.submit(`${BASE}/recovery-codes`, { code: codes[0]!.toUpperCase() }).expect(302, `${BASE}/recovery-codes`);
+      await submitCode(browser, `${BASE}/recovery-codes`, codes[0]!.toUpperCase(), 302, `${BASE}/recovery-codes`);
       const fresh = codesOn((await browser.get(`${BASE}/recovery-codes`).expect(200)).text);
       expect(fresh).to.have.length(10);
-      const old = await browser.submit(`${BASE}/disable`, { code: codes[1]! }).expect(400);
+      const old = await submitCode(browser, `${BASE}/disable`, codes[1]!, 400);
       expect(fieldError(old.text, 'disable_code')).to.match(/not right/);
 
-      await browser.submit(`${BASE}/disable`, { code: fresh[0]! }).expect(302, `${BASE}?notice=disabled`);
+      await submitCode(browser, `${BASE}/disable`, fresh[0]!, 302, `${BASE}?notice=disabled`);
       expect((await browser.get(BASE).expect(200)).text).to.include('Set up an authenticator app');
       expect(await idp.db('user_totp').where({ user_id: user.id }).first()).to.equal(undefined);
       expect(await idp.db('recovery_codes').where({ user_id: user.id }).first()).to.equal(undefined);
@@ -115,9 +124,25 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
     });
   });
 
+  it('turns it off and makes new recovery codes with a code from the app typed into each form', async () => {
+    await atMidStep(async () => {
+      const { secret } = await turnOn(browser);
+      // The next step's code: the one that turned it on is spent.
+      await withClockAhead(30_000, async () => {
+        await submitCode(browser, `${BASE}/recovery-codes`, await codeFor(secret), 302, `${BASE}/recovery-codes`);
+        expect(codesOn((await browser.get(`${BASE}/recovery-codes`).expect(200)).text)).to.have.length(10);
+      });
+      await withClockAhead(60_000, async () => {
+        await submitCode(browser, `${BASE}/disable`, await codeFor(secret), 302, `${BASE}?notice=disabled`);
+      });
+      expect(await idp.db('user_totp').where({ user_id: user.id }).first()).to.equal(undefined);
+    });
+  });
+
   it('of 16 parallel uses of one recovery code exactly one is accepted', async () => {
     const { codes } = await turnOn(browser);
-    const answers = await Promise.all(Array.from({ length: 16 }, () => browser.submit(`${BASE}/recovery-codes`, { code: codes[3]! })));
+    const page = await browser.get(BASE).expect(200);
+    const answers = await Promise.all(Array.from({ length: 16 }, () => browser.fill(page, `${BASE}/recovery-codes`, { 'Code from your app': codes[3]! })));
     expect(answers.filter((a) => a.status === 302)).to.have.length(1);
     // The others are wrong codes now, counted like wrong passwords: refused, or past the limit, 429.
     expect(answers.filter((a) => a.status !== 302).map((a) => a.status)).to.satisfy((all: number[]) => all.every((s) => s === 400 || s === 429));

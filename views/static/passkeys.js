@@ -1,7 +1,8 @@
-// Passkeys: a button <button data-passkey="register|sign-in"> inside a form that has the CSRF
-// token, a hidden `response` field and (in an authorization flow) data-uid. The button asks the
-// server for options, lets the browser's authenticator answer (SimpleWebAuthnBrowser, from
-// /static/webauthn.js), and posts the answer with the form.
+// Passkeys: a button <button data-passkey="register|sign-in|confirm"> inside a form that has the
+// CSRF token, a hidden `response` field (or the field its data-response names) and (in an
+// authorization flow) data-uid. The button asks the server for options, lets the browser's
+// authenticator answer (SimpleWebAuthnBrowser, from /static/webauthn.js), and posts the answer
+// with the form. Options refused with a `location` (confirm your password first) lead there.
 (() => {
   const supported = typeof window.PublicKeyCredential === 'function' && typeof window.SimpleWebAuthnBrowser === 'object';
   document.addEventListener('DOMContentLoaded', () => {
@@ -22,12 +23,16 @@
       const body = new URLSearchParams({ _csrf: form.elements._csrf.value, purpose, uid: form.getAttribute('data-uid') || '' });
       const res = await fetch('/passkeys/options', { method: 'POST', body, credentials: 'same-origin' });
       const options = await res.json();
+      if (!res.ok && options.location) {
+        window.location.assign(options.location);
+        return;
+      }
       if (!res.ok) throw new Error(options.error_description || 'The server refused the request.');
       const browser = window.SimpleWebAuthnBrowser;
       const answer = purpose === 'register'
         ? await browser.startRegistration({ optionsJSON: options })
         : await browser.startAuthentication({ optionsJSON: options });
-      form.elements.response.value = JSON.stringify(answer);
+      form.elements[form.getAttribute('data-response') || 'response'].value = JSON.stringify(answer);
       form.submit();
     } catch (err) {
       say(err && err.name === 'NotAllowedError' ? 'The passkey was not used (cancelled or timed out).' : `The passkey did not work: ${err.message}`);

@@ -1,0 +1,24 @@
+import type { Context, Next } from 'koa';
+import { mayAddCredentials } from '../policies/account.js';
+import { requireUser, type WebDeps } from './context.js';
+import { render } from './render.js';
+
+/**
+ * Before a form that adds a way into the account (a passkey, an authenticator app, a personal
+ * access token): where the site requires verified addresses, an account whose address is not
+ * verified yet gets a page saying to verify it first, with **Resend the link**, and nothing is
+ * added. `what` completes "To …" (e.g. "add a passkey").
+ */
+export function refuseUnverified(deps: WebDeps, what: string) {
+  return async function verifiedAddressFirst(ctx: Context, next: Next): Promise<void> {
+    const user = requireUser(ctx);
+    if (mayAddCredentials(user, deps.config.requireVerifiedEmail)) return next();
+    render(ctx, 'account/verify-first', {
+      title: 'Verify your e-mail address first',
+      what,
+      email: user.email,
+      back: ctx.path.startsWith('/account/settings/') ? ctx.path.split('/').slice(0, 4).join('/') : '/account/settings',
+      hideVerifyBanner: true,
+    }, 403);
+  };
+}
