@@ -127,9 +127,8 @@ export async function authenticationOptions(deps: PasskeyDeps, userId?: number) 
  * its signature right; for a sign-in without a password, the person must have been verified by
  * the authenticator (PIN or biometrics). Returns the account, or throws a ValidationError on
  * `field`; a disabled account is refused like an unknown passkey. Counted against the sign-in
- * limits as a password is: the attempt's
- * points are taken before the answer is verified (a 429 past the limits), and a right answer
- * gives them back. The account counted is the second factor's after a password (`userId` given,
+ * limits as a password is: the attempt's points are taken before the answer is verified (a 429
+ * past the limits), and a right answer gives them back. The account counted is the second factor's after a password (`userId` given,
  * as a code would be), otherwise the passkey's own account; an unknown passkey is a key of its
  * own, as an unknown login name is.
  */
