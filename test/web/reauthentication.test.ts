@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { toIso } from '../../src/time.js';
-import { SCOPES } from '../../src/vocabulary.js';
+import { PERSONAL_TOKEN_SCOPES } from '../../src/vocabulary.js';
 import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser, signIn, visit, type Page } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
@@ -11,7 +11,7 @@ import { atMidStep, codeFor, withTwoFactor } from '../helpers/totp.js';
 const TOKENS = '/account/settings/tokens';
 const TWO_FACTOR = '/account/settings/two-factor';
 const PASSKEYS = '/account/settings/passkeys';
-const READ_ONLY = `groups:read-only ${SCOPES['groups:read-only']}`;
+const READ_ONLY = `groups:read-only ${PERSONAL_TOKEN_SCOPES['groups:read-only']}`;
 
 /** Moves the proofs of the session `browser` holds `minutes` into the past (see ageSession). */
 const age = (idp: RunningIdp, browser: Browser, minutes: number) => ageSession(idp, browser.cookies().get('idp_session'), minutes);

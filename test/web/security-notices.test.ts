@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ParsedMail } from 'mailparser';
 import { setSiteAdmin } from '../../src/services/admin.js';
-import { SCOPES } from '../../src/vocabulary.js';
+import { PERSONAL_TOKEN_SCOPES } from '../../src/vocabulary.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn } from '../helpers/browser.js';
 import { idp as cli, json } from '../helpers/cli.js';
@@ -71,13 +71,13 @@ describeEachProfile('Security notices by e-mail', (profile) => {
     await browser.fill(page, `${TWO_FACTOR}/disable`, { 'Code from your app': right === '000000' ? '111111' : '000000' }).expect(400);
     // A token made afterwards is the next (and only) notice.
     const tokens = await browser.get(TOKENS).expect(200);
-    await browser.fill(tokens, `${TOKENS}/new`, { 'Token name': 'after', [`groups:read-only ${SCOPES['groups:read-only']}`]: 'checked' }).expect(302);
+    await browser.fill(tokens, `${TOKENS}/new`, { 'Token name': 'after', [`groups:read-only ${PERSONAL_TOKEN_SCOPES['groups:read-only']}`]: 'checked' }).expect(302);
     expect((await smtp.next(user.email)).subject).to.equal('A personal access token was created');
   });
 
   it('a personal access token made on the page, and one made with the CLI', async () => {
     const page = await browser.get(TOKENS).expect(200);
-    await browser.fill(page, `${TOKENS}/new`, { 'Token name': 'deploy <script>', [`groups:read-only ${SCOPES['groups:read-only']}`]: 'checked' }).expect(302);
+    await browser.fill(page, `${TOKENS}/new`, { 'Token name': 'deploy <script>', [`groups:read-only ${PERSONAL_TOKEN_SCOPES['groups:read-only']}`]: 'checked' }).expect(302);
     const mail = await smtp.next(user.email);
     expectNotice(mail, 'A personal access token was created', 'A personal access token named "deploy <script>" was created for your account: it can call the API as you.', 'Firefox on Windows', '127.0.0.1');
     expect(mail.html).to.include('deploy &lt;script&gt;');

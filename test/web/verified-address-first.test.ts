@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { SCOPES } from '../../src/vocabulary.js';
+import { PERSONAL_TOKEN_SCOPES } from '../../src/vocabulary.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, type Browser } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
@@ -9,7 +9,7 @@ import { linkIn, useMailServer } from '../helpers/smtp.js';
 const TOKENS = '/account/settings/tokens';
 const TWO_FACTOR = '/account/settings/two-factor';
 const PASSKEYS = '/account/settings/passkeys';
-const READ_ONLY = `groups:read-only ${SCOPES['groups:read-only']}`;
+const READ_ONLY = `groups:read-only ${PERSONAL_TOKEN_SCOPES['groups:read-only']}`;
 
 describeEachProfile('Adding a way in needs a verified address (REQUIRE_VERIFIED_EMAIL=true)', (profile) => {
   const smtp = useMailServer();
