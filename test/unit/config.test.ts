@@ -47,6 +47,7 @@ describe('loadConfig', () => {
       requireVerifiedEmail: false,
       metrics: undefined,
       shutdownTimeoutS: 10,
+      shutdownDelayS: 0,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
     });
   });
@@ -73,6 +74,14 @@ describe('loadConfig', () => {
   it('sends mail from MAIL_FROM, else from no-reply at the issuer\'s host', () => {
     expect(loadConfig({ ISSUER: 'https://id.example.com' }).mail.from).to.equal('Horizon ID <no-reply@id.example.com>');
     expect(loadConfig({ MAIL_FROM: 'IdP <idp@example.org>' }).mail.from).to.equal('IdP <idp@example.org>');
+  });
+
+  it('waits 5 s after SIGTERM before closing connections in production, none elsewhere, unless SHUTDOWN_DELAY_S says', () => {
+    const production = { NODE_ENV: 'production', ISSUER: 'https://id.example.com', KEYS_SECRET: 'k'.repeat(32) };
+    expect(loadConfig(production).shutdownDelayS).to.equal(5);
+    expect(loadConfig({ ...production, SHUTDOWN_DELAY_S: '0' }).shutdownDelayS).to.equal(0);
+    expect(loadConfig({ NODE_ENV: 'test' }).shutdownDelayS).to.equal(0);
+    expect(loadConfig({ SHUTDOWN_DELAY_S: '12' }).shutdownDelayS).to.equal(12);
   });
 
   it('derives the default issuer from PORT', () => {
@@ -180,6 +189,8 @@ describe('loadConfig', () => {
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '0' }],
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '2.5' }],
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: 'soon' }],
+    ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '-1' }],
+    ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '1.5' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
