@@ -48,6 +48,7 @@ describe('loadConfig', () => {
       metrics: undefined,
       shutdownTimeoutS: 10,
       shutdownDelayS: 0,
+      keyActivationDelayS: 3600,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
     });
   });
@@ -191,6 +192,8 @@ describe('loadConfig', () => {
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: 'soon' }],
     ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '-1' }],
     ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '1.5' }],
+    ['KEY_ACTIVATION_DELAY_S', { KEY_ACTIVATION_DELAY_S: '1h' }],
+    ['KEY_ACTIVATION_DELAY_S', { KEY_ACTIVATION_DELAY_S: '-5' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {
