@@ -265,7 +265,9 @@ async function keysRotate({ db, keysSecret, config }: CommandContext): Promise<C
   return {
     json: { kid: key.kid, createdAt: key.createdAt, activeFrom: key.activeFrom },
     text: [
-      `added signing key ${key.kid}: every running instance publishes it within seconds, and signs with it from ${key.activeFrom} (KEY_ACTIVATION_DELAY_S=${config.keyActivationDelayS})`,
+      key.activeFrom === key.createdAt
+        ? `added signing key ${key.kid}: it signs at once (no key was signing, or KEY_ACTIVATION_DELAY_S=0); every running instance takes it up within seconds`
+        : `added signing key ${key.kid}: every running instance publishes it within seconds, and signs with it from ${key.activeFrom} (KEY_ACTIVATION_DELAY_S=${config.keyActivationDelayS})`,
       'the older keys keep verifying; retire the previous one (idp keys retire <kid>) once its tokens have expired (idp keys list says when)',
     ].join('\n'),
   };
@@ -292,7 +294,7 @@ async function keysList({ db, keysSecret }: CommandContext): Promise<CommandResu
 function describeKey(key: SigningKeyStatus): string {
   const now = {
     signing: 'signs now',
-    pending: `published, signs from ${key.activeFrom}`,
+    pending: 'published, not signing yet',
     previous: `verifies only (signed until ${key.signedUntil}); retire it from ${key.retirableFrom}`,
   }[key.state];
   return `${key.kid}  created ${key.createdAt}  active from ${key.activeFrom}  ${now}`;
