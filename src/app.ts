@@ -23,6 +23,7 @@ import { requestMetrics } from './edge/request-metrics.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
 import { loadOrCreateKeys } from './provider/keys.js';
+import { watchSigningKeys } from './provider/signing-key-watch.js';
 import { keyCipher } from './key-encryption.js';
 import { clientAddress, trustProxyHops } from './edge/client-address.js';
 import { keepConnectionUsable } from './edge/connection.js';
@@ -156,6 +157,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     onError: (err) => onFault(err),
   });
   if (prometheus) countProviderTokens(provider, metrics);
+  // Rotated and retired signing keys reach this instance without a restart.
+  const signingKeys = watchSigningKeys({ provider, db, cipher, keys: keys.signing, log: logger });
 
   const sessions = new SiteSessions(provider, secure, sessionsSeen);
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
@@ -253,6 +256,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   let metricsListener: MetricsListener | undefined;
   const close = async () => {
     await metricsListener?.close();
+    signingKeys.stop();
     if (pruner) clearInterval(pruner);
     clearInterval(sessionPruner);
     await kdf.close();

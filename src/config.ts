@@ -67,6 +67,10 @@ const schema = z
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     SHUTDOWN_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(10),
+    // Unset: 5 s when NODE_ENV=production (a load balancer's time to see /readyz turn 503), else 0.
+    SHUTDOWN_DELAY_S: z.coerce.number().int().min(0).max(3600).optional(),
+    // Longer than relying parties cache the JWKS: a rotated key signs only once they can have it.
+    KEY_ACTIVATION_DELAY_S: z.coerce.number().int().min(0).max(30 * 86_400).default(3600),
     // The device authorization grant: how long a user code may be entered, and how often the device may poll.
     DEVICE_CODE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(600),
     DEVICE_POLL_INTERVAL_S: z.coerce.number().int().min(1).max(60).default(5),
@@ -234,6 +238,13 @@ export interface Config {
   /** On SIGTERM or SIGINT, how long requests in flight may take to finish before they are cut. */
   shutdownTimeoutS: number;
   /**
+   * On SIGTERM or SIGINT, how long the service goes on accepting and answering requests (each with
+   * `Connection: close`, /readyz 503) before it stops accepting and closes idle connections.
+   */
+  shutdownDelayS: number;
+  /** How long after `idp keys rotate` the new key starts signing (it is published at once). */
+  keyActivationDelayS: number;
+  /**
    * The device authorization grant (RFC 8628): a device code and its user code last `codeTtlS`;
    * the device polls the token endpoint at most once every `pollIntervalS` (faster is `slow_down`).
    */
@@ -298,6 +309,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL === 'true',
     metrics: e.METRICS_PORT === undefined ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
+    shutdownDelayS: e.SHUTDOWN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
+    keyActivationDelayS: e.KEY_ACTIVATION_DELAY_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
   };
 }
@@ -327,6 +340,8 @@ const RANGES: Record<string, string> = {
   KDF_CONCURRENCY: 'must be a whole number from 1 to 64',
   KDF_QUEUE: 'must be a whole number from 0 to 10000',
   SHUTDOWN_TIMEOUT_S: 'must be a whole number of seconds from 1 to 3600',
+  SHUTDOWN_DELAY_S: 'must be a whole number of seconds from 0 to 3600',
+  KEY_ACTIVATION_DELAY_S: 'must be a whole number of seconds from 0 to 2592000 (30 days)',
   DEVICE_CODE_TTL_S: 'must be a whole number of seconds from 1 to 86400',
   DEVICE_POLL_INTERVAL_S: 'must be a whole number of seconds from 1 to 60',
   DATABASE_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 600000',

@@ -54,13 +54,21 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /**
- * A graceful stop: /readyz turns 503 so a load balancer sends nothing new, no new connection is
- * accepted, requests in flight finish (for up to SHUTDOWN_TIMEOUT_S), then the pools close.
+ * A graceful stop: /readyz turns 503 so a load balancer sends nothing new; for SHUTDOWN_DELAY_S
+ * every request is still accepted and answered, each closing its connection (a load balancer, or
+ * Kubernetes' endpoints, may take that long to stop sending here; a client may have written a
+ * request on a kept-alive connection already); then no new connection is accepted, idle ones
+ * close, requests in flight finish (for up to SHUTDOWN_TIMEOUT_S), and the pools close.
  * Exit 0 when nothing was cut, 1 when the deadline cut requests.
  */
 async function stop(signal: NodeJS.Signals): Promise<void> {
   const started = performance.now();
   idp.startDraining();
+  if (config.shutdownDelayS > 0) {
+    requests.closeAfterAnswers();
+    logger.info({ signal, delayS: config.shutdownDelayS }, `stopping: /readyz answers 503; requests are still answered for SHUTDOWN_DELAY_S (${config.shutdownDelayS} s), each closing its connection`);
+    await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayS * 1000));
+  }
   const drained = await requests.drain(config.shutdownTimeoutS * 1000);
   const closed = await closeWithin(CLOSE_TIMEOUT_MS);
   const ms = Math.round(performance.now() - started);

@@ -4,7 +4,7 @@ import { maskAddress } from '../presenters/address.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
 import { presentUser } from '../presenters/user.js';
-import { rotateSigningKey } from '../provider/keys.js';
+import { listSigningKeys, retireSigningKey, rotateSigningKey, type SigningKeyStatus } from '../provider/keys.js';
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
 import { createAccessToken, MAX_TOKEN_DAYS } from '../services/access-tokens.js';
@@ -284,12 +284,45 @@ function expiresInDays(flag: string | undefined): number | null {
   return days.data;
 }
 
-async function keysRotate({ db, keysSecret }: CommandContext): Promise<CommandResult> {
-  const { kid } = await rotateSigningKey(db, keysSecret);
+async function keysRotate({ db, keysSecret, config }: CommandContext): Promise<CommandResult> {
+  // With Redis, so that running instances publish the new key at their very next JWKS request.
+  const key = await withRedis(config, db, () => rotateSigningKey(db, keysSecret, config.keyActivationDelayS));
   return {
-    json: { kid },
-    text: `added signing key ${kid}; each instance signs with it from its next start, older keys keep verifying`,
+    json: { kid: key.kid, createdAt: key.createdAt, activeFrom: key.activeFrom },
+    text: [
+      key.activeFrom === key.createdAt
+        ? `added signing key ${key.kid}: it signs at once (no key was signing, or KEY_ACTIVATION_DELAY_S=0); every running instance takes it up within seconds`
+        : `added signing key ${key.kid}: every running instance publishes it within seconds, and signs with it from ${key.activeFrom} (KEY_ACTIVATION_DELAY_S=${config.keyActivationDelayS})`,
+      'the older keys keep verifying; retire the previous one (idp keys retire <kid>) once its tokens have expired (idp keys list says when)',
+    ].join('\n'),
   };
+}
+
+async function keysRetire({ db, flags, keysSecret, config }: CommandContext): Promise<CommandResult> {
+  const kid = flags.argument();
+  const retired = await withRedis(config, db, () => retireSigningKey(db, keysSecret, kid, { force: flags.has('force') }));
+  return {
+    json: { kid: retired.kid, state: retired.state, retired: true },
+    text: `retired signing key ${retired.kid}: every running instance stops publishing it within seconds${retired.state === 'pending' ? ' (it had not signed yet)' : ''}`,
+  };
+}
+
+async function keysList({ db, keysSecret }: CommandContext): Promise<CommandResult> {
+  const keys = await listSigningKeys(db, keysSecret);
+  return {
+    json: { keys },
+    text: keys.map(describeKey).join('\n'),
+  };
+}
+
+/** One signing key as a line: its kid, its times, and what it does now. */
+function describeKey(key: SigningKeyStatus): string {
+  const now = {
+    signing: 'signs now',
+    pending: 'published, not signing yet',
+    previous: `verifies only (signed until ${key.signedUntil}); retire it from ${key.retirableFrom}`,
+  }[key.state];
+  return `${key.kid}  created ${key.createdAt}  active from ${key.activeFrom}  ${now}`;
 }
 
 /** Every command, in the order the usage text lists them. */
@@ -392,8 +425,24 @@ export const commands: Command[] = [
   {
     name: 'keys rotate',
     usage: '',
-    summary: 'Add a new signing key; the old ones stay published for verification.',
+    summary: 'Add a new signing key: published by every running instance at once, it signs from KEY_ACTIVATION_DELAY_S (default 3600) seconds later; the old ones stay published for verification.',
     strings: [],
     run: keysRotate,
+  },
+  {
+    name: 'keys list',
+    usage: '',
+    summary: 'List the signing keys: kid, created, active from, and whether each signs now, is not active yet, or only verifies (and from when it may be retired).',
+    strings: [],
+    run: keysList,
+  },
+  {
+    name: 'keys retire',
+    usage: '<kid> [--force]',
+    summary: 'Remove a signing key: no instance publishes or verifies with it any more. Refused for the key that signs now, and for one whose tokens may still be valid unless --force.',
+    strings: [],
+    booleans: ['force'],
+    argument: 'kid',
+    run: keysRetire,
   },
 ];

@@ -11,11 +11,21 @@ export interface DrainResult {
 }
 
 export interface Drainable {
+  /**
+   * The first step of a stop with a delay: from now on every answer says `Connection: close`
+   * (those under way too, when their headers are not sent yet), while connections are still
+   * accepted and every request on them, kept-alive ones included, is read and answered.
+   */
+  closeAfterAnswers(): void;
   drain(timeoutMs: number): Promise<DrainResult>;
 }
 
 /**
- * Follows the server's requests in flight so that a drain can end the service without losing one:
+ * Follows the server's requests in flight so that a stop can end the service without losing one.
+ * A stop may begin with `closeAfterAnswers` and a delay, during which the server still accepts
+ * and answers everything, each answer closing its connection: a request a client has already
+ * written on a kept-alive connection, or one a load balancer still sends before it has seen
+ * /readyz turn 503, is answered rather than reset. Then the drain:
  * it stops accepting connections, closes idle keep-alive connections at once, lets every request
  * under way finish with `Connection: close` (so its connection ends with its answer instead of
  * waiting to be reused), and past `timeoutMs` destroys whatever is left.
@@ -26,18 +36,24 @@ export interface Drainable {
  */
 export function drainable(server: Server): Drainable {
   const inFlight = new Set<ServerResponse>();
-  let draining = false;
+  let closing = false;
 
   server.on('request', (_req, res: ServerResponse) => {
-    // A request that arrives on a kept-alive connection during the drain is answered, then its connection closes.
-    if (draining) res.shouldKeepAlive = false;
+    // A request that arrives on a kept-alive connection during the stop is answered, then its connection closes.
+    if (closing) res.shouldKeepAlive = false;
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
   });
 
+  const closeAfterAnswers = () => {
+    closing = true;
+    for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+  };
+
   return {
+    closeAfterAnswers,
     drain(timeoutMs) {
-      draining = true;
+      closeAfterAnswers();
       const started = inFlight.size;
       for (const res of inFlight) {
         if (!res.headersSent) res.shouldKeepAlive = false;

@@ -8,6 +8,7 @@ import { accountFinder, type IdpAccount } from './accounts.js';
 import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
+import type { KeystoreSet } from './keystore.js';
 import type { ProviderKeys } from './keys.js';
 import { CookieSigner } from '../cookie-signing.js';
 import type { ProviderPages } from './pages.js';
@@ -41,6 +42,8 @@ export interface ConfigurationDeps {
   config: Config;
   db: Knex;
   keys: ProviderKeys;
+  /** The signing keys the provider starts with, the one that signs now first (keys.ts: keystoreSet). */
+  signingKeys: KeystoreSet;
   /** Storage of every model but Client. */
   modelAdapter: (name: string) => Adapter;
   pages: ProviderPages;
@@ -183,8 +186,9 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       // The service's names (prefixed under https), which the site's pages read too.
       names: (({ session, interaction, resume }) => ({ session, interaction, resume }))(cookieNames(secure)),
     },
-    // The signing keys stored in the database, the same on every instance (keys.ts).
-    jwks: keys.jwks as Configuration['jwks'],
+    // The signing keys stored in the database, the same on every instance (keys.ts); they are
+    // replaced while the service runs when keys are rotated or retired (keystore.ts).
+    jwks: { keys: deps.signingKeys.keys } as Configuration['jwks'],
     // RS256 wherever the provider signs; request objects (a feature left off) would also take PS256
     // and ES256; DPoP proofs, which clients sign, DPOP_SIGNING_ALGS.
     enabledJWA: {

@@ -19,7 +19,8 @@ import { providerConfiguration, ROUTES } from './configuration.js';
 import { deviceAuthorizationResponse, deviceCodeEntryLimit, devicePollInterval } from './device-flow.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
-import type { ProviderKeys } from './keys.js';
+import { keystoreSet, type ProviderKeys } from './keys.js';
+import { providerKeystore } from './keystore.js';
 import { providerPages, scriptlessSignedOutLogout, type RenderPage } from './pages.js';
 import { indexProviderSessions } from './session-index.js';
 import { applyTokenFormats } from './token-formats.js';
@@ -49,7 +50,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   const { config, db, onError } = deps;
   // The pages read the session through the provider, which exists once the configuration is built.
   const pages = providerPages({ db, provider: () => provider, render: deps.renderPage });
-  const provider = new Provider(config.issuer, providerConfiguration({ ...deps, pages }));
+  const signingKeys = keystoreSet(deps.keys.signing, Date.now());
+  const provider = new Provider(config.issuer, providerConfiguration({ ...deps, pages, signingKeys }));
+  // Checks that the library's keystore is where this service changes it, and publishes the JWKS.
+  providerKeystore(provider, signingKeys);
   applyTokenFormats(provider, { db, onError });
 
   const renderErrorPage = (ctx: Context, status: number, title: string, message: string) =>

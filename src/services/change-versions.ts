@@ -33,8 +33,8 @@ const MAX_ENTRIES = 10_000;
 const VERSION_TTL_S = 24 * 3600;
 const FAILED_LOOKUP_MS = 1000;
 
-/** An application (by client id), a user, or a personal access token (by id). */
-export type Subject = `app:${string}` | `user:${number}` | `pat:${number}`;
+/** An application (by client id), a user, or a personal access token (by id); or the set of signing keys. */
+export type Subject = `app:${string}` | `user:${number}` | `pat:${number}` | 'keys:signing';
 
 interface Entry<T> {
   versions: Array<string | null>;

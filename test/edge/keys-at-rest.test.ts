@@ -103,7 +103,7 @@ describeEachProfile('signing and cookie keys at rest', (profile) => {
     const newest = (await keyRows(t)).at(-1)!;
     expect(newest.material).to.match(/^enc:v1:/);
     const keys = await loadOrCreateKeys(t.db, SECRET);
-    expect(keys.jwks.keys[0]).to.include({ kid });
+    expect(keys.signing[0]).to.include({ kid });
   });
 
   it('refuses `idp keys rotate` without KEYS_SECRET once the keys are encrypted (exit 2)', async () => {

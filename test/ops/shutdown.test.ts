@@ -124,7 +124,7 @@ async function heldRequest(server: Server, path: string): Promise<{ finish(): Pr
   };
 }
 
-type Answer = { status: number; location: string | undefined; connection: string | undefined; body: string; at: number };
+type Answer = { status: number; location: string | undefined; connection: string | undefined; body: string; at: number; reused: boolean };
 
 /** Posts the sign-in form of `browser` on a keep-alive connection; `sent` settles once the whole request is on the wire. */
 function postSignIn(browser: Browser, agent: Agent, fields: Record<string, string>): { sent: Promise<void>; answer: Promise<Answer> } {
@@ -134,11 +134,11 @@ function postSignIn(browser: Browser, agent: Agent, fields: Record<string, strin
     const req = request(new URL('/login', browser.base), { method: 'POST', agent, headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, location: res.headers.location, connection: res.headers.connection, body: text, at: performance.now() }));
+      res.on('end', () => resolve({ status: res.statusCode!, location: res.headers.location, connection: res.headers.connection, body: text, at: performance.now(), reused: req.reusedSocket }));
       res.on('error', reject);
     });
     // A refused or reset request is an answer the test reports (status 0), not an exception.
-    req.on('error', (err) => resolve({ status: 0, location: undefined, connection: undefined, body: String(err), at: performance.now() }));
+    req.on('error', (err) => resolve({ status: 0, location: undefined, connection: undefined, body: String(err), at: performance.now(), reused: req.reusedSocket }));
     sent = new Promise((done) => req.once('finish', () => done()));
     req.end(body);
   });
@@ -236,6 +236,70 @@ describe('Graceful shutdown', function () {
       const stopped = stoppedLine(idp);
       expect(stopped, idp.output()).to.include({ msg: 'stopped: every request in flight was answered', signal: 'SIGTERM', level: 30 });
       expect(Number(stopped!.inFlight)).to.be.at.least(afterSignal.length);
+    });
+
+    it('with SHUTDOWN_DELAY_S answers 50 sign-ins just written on kept-alive connections and those arriving during the delay, each closing its connection', async () => {
+      const user = await makeUser(database.db);
+      const idp = await start({
+        SHUTDOWN_DELAY_S: '4',
+        SHUTDOWN_TIMEOUT_S: '60',
+        KDF_CONCURRENCY: '1',
+        KDF_QUEUE: '128',
+        RATE_LIMIT_SIGNIN_IP: 'off',
+        RATE_LIMIT_SIGNIN_ACCOUNT: 'off',
+        RATE_LIMIT_SIGNIN_ACCOUNT_IP: 'off',
+      });
+      const browsers = await Promise.all(
+        Array.from({ length: 70 }, async () => {
+          const browser = new Browser(idp.url);
+          await browser.get('/login').expect(200);
+          return browser;
+        }),
+      );
+      // 50 connections, each used once and kept alive: idle to the server when the sign-ins are written on them.
+      const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+      await Promise.all(Array.from({ length: 50 }, () => new Promise<void>((resolve, reject) => request(`${idp.url}/healthz`, { agent }, (res) => res.resume().on('end', resolve)).on('error', reject).end())));
+
+      const signIns = browsers.slice(0, 50).map((browser) => postSignIn(browser, agent, { login: user.username, password: user.password }));
+      await Promise.all(signIns.map((s) => s.sent));
+      // At once: the server has not read most of them yet, and to it their connections are idle.
+      const signalled = performance.now();
+      idp.child.kill('SIGTERM');
+
+      // A load balancer that has not yet seen /readyz turn 503 keeps sending, on new connections.
+      const lateAgent = new Agent({ keepAlive: true });
+      const late: Array<Promise<Answer>> = [];
+      for (const browser of browsers.slice(50)) {
+        late.push(postSignIn(browser, lateAgent, { login: user.username, password: user.password }).answer);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // A refused connection ends the wait too, and fails below.
+      let readyz: { status: number; body: string } = { status: 0, body: '' };
+      const ask = () => fetch(`${idp.url}/readyz`).then(async (res) => ({ status: res.status, body: await res.text() }), (err: Error) => ({ status: 0, body: String(err.cause ?? err) }));
+      await waitFor(async () => [0, 503].includes((readyz = await ask()).status), () => `/readyz did not turn 503: ${idp.output()}`);
+
+      const answers = await Promise.all(signIns.map((s) => s.answer));
+      const lateAnswers = await Promise.all(late);
+      const code = await idp.exited;
+      agent.destroy();
+      lateAgent.destroy();
+
+      expect(answers.filter((answer) => answer.reused).length, 'sign-ins sent on kept-alive connections').to.equal(50);
+      const lost = [...answers, ...lateAnswers]
+        .filter((answer) => answer.status !== 302 || answer.location !== '/groups')
+        .map((answer) => `${answer.status} ${Math.round(answer.at - signalled)} ms after the signal: ${answer.body.slice(0, 200)}`);
+      expect(lost, idp.output().slice(-3000)).to.deep.equal([]);
+      expect(readyz.status, readyz.body).to.equal(503);
+      expect(JSON.parse(readyz.body)).to.deep.equal({ status: 'draining' });
+      for (const answer of lateAnswers) expect(answer.connection, 'a request that arrives during the delay is answered, then its connection closes').to.equal('close');
+      // The first sign-ins may have been answered before the process handled the signal; the later ones close their connections.
+      const afterSignal = answers.filter((answer) => answer.at - signalled > 1000);
+      expect(afterSignal.length, `answered a second or more after the signal: ${afterSignal.length}`).to.be.greaterThan(25);
+      for (const answer of afterSignal) expect(answer.connection).to.equal('close');
+
+      expect(code, idp.output()).to.equal(0);
+      expect(idp.logs().find((line) => String(line.msg).startsWith('stopping:')), idp.output()).to.include({ delayS: 4, signal: 'SIGTERM' });
+      expect(stoppedLine(idp), idp.output()).to.include({ msg: 'stopped: every request in flight was answered', signal: 'SIGTERM', level: 30 });
     });
 
     it('closes idle keep-alive connections at once instead of waiting for them', async () => {

@@ -49,6 +49,8 @@ describe('loadConfig', () => {
       requireVerifiedEmail: false,
       metrics: undefined,
       shutdownTimeoutS: 10,
+      shutdownDelayS: 0,
+      keyActivationDelayS: 3600,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
     });
   });
@@ -75,6 +77,14 @@ describe('loadConfig', () => {
   it('sends mail from MAIL_FROM, else from no-reply at the issuer\'s host', () => {
     expect(loadConfig({ ISSUER: 'https://id.example.com' }).mail.from).to.equal('Horizon ID <no-reply@id.example.com>');
     expect(loadConfig({ MAIL_FROM: 'IdP <idp@example.org>' }).mail.from).to.equal('IdP <idp@example.org>');
+  });
+
+  it('waits 5 s after SIGTERM before closing connections in production, none elsewhere, unless SHUTDOWN_DELAY_S says', () => {
+    const production = { NODE_ENV: 'production', ISSUER: 'https://id.example.com', KEYS_SECRET: 'k'.repeat(32) };
+    expect(loadConfig(production).shutdownDelayS).to.equal(5);
+    expect(loadConfig({ ...production, SHUTDOWN_DELAY_S: '0' }).shutdownDelayS).to.equal(0);
+    expect(loadConfig({ NODE_ENV: 'test' }).shutdownDelayS).to.equal(0);
+    expect(loadConfig({ SHUTDOWN_DELAY_S: '12' }).shutdownDelayS).to.equal(12);
   });
 
   it('derives the default issuer from PORT', () => {
@@ -182,6 +192,10 @@ describe('loadConfig', () => {
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '0' }],
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: '2.5' }],
     ['SHUTDOWN_TIMEOUT_S', { SHUTDOWN_TIMEOUT_S: 'soon' }],
+    ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '-1' }],
+    ['SHUTDOWN_DELAY_S', { SHUTDOWN_DELAY_S: '1.5' }],
+    ['KEY_ACTIVATION_DELAY_S', { KEY_ACTIVATION_DELAY_S: '1h' }],
+    ['KEY_ACTIVATION_DELAY_S', { KEY_ACTIVATION_DELAY_S: '-5' }],
   ];
   for (const [variable, env] of bad) {
     it(`refuses ${JSON.stringify(env)} with one line naming ${variable}`, () => {

@@ -13,6 +13,7 @@ import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
 import * as dpopProofs from './0014_dpop_proofs.js';
 import * as pendingSignIns from './0015_pending_sign_ins.js';
 import * as reauthentication from './0015_reauthentication.js';
+import * as signingKeyActivation from './0016_signing_key_activation.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '0014_dpop_proofs': dpopProofs,
   '0015_pending_sign_ins': pendingSignIns,
   '0015_reauthentication': reauthentication,
+  '0016_signing_key_activation': signingKeyActivation,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
