@@ -12,8 +12,8 @@ import * as tokenPolicies from './0012_token_policies.js';
 import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
 import * as dpopProofs from './0014_dpop_proofs.js';
 import * as pendingSignIns from './0015_pending_sign_ins.js';
-import * as reauthentication from './0015_reauthentication.js';
 import * as signingKeyActivation from './0016_signing_key_activation.js';
+import * as reauthentication from './0018_reauthentication.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,8 +38,8 @@ const migrations: Record<string, Migration> = {
   '0013_device_flow_and_par': deviceFlowAndPar,
   '0014_dpop_proofs': dpopProofs,
   '0015_pending_sign_ins': pendingSignIns,
-  '0015_reauthentication': reauthentication,
   '0016_signing_key_activation': signingKeyActivation,
+  '0018_reauthentication': reauthentication,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
