@@ -9,7 +9,7 @@ export interface SessionIndexRow {
   created_at: string | Date;
   last_seen_at: string | Date;
   expires_at: string | Date;
-  /** The last proof of the person given in this session since it signed in (see migration 0015_reauthentication). */
+  /** The last proof of the person given in this session since it signed in (see migration 0018_reauthentication). */
   confirmed_at: string | Date | null;
 }
 
