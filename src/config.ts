@@ -49,6 +49,7 @@ const schema = z
     RATE_LIMIT_RESET_EMAIL: rateLimit('3/1h'),
     RATE_LIMIT_RESET_IP: rateLimit('20/1h'),
     RATE_LIMIT_CREDENTIAL_REPORTS_IP: rateLimit('60/1h'),
+    RATE_LIMIT_VERIFY_ADDRESS: rateLimit('5/1h'),
     // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
@@ -209,13 +210,18 @@ export interface Config {
     signupIp: RateLimit | null;
     clientAuth: RateLimit | null;
     apiToken: RateLimit | null;
-    /** Verification mails one account may ask for again. */
+    /** Verification mails (and word that someone tried to use its address) for one account. */
     verifyEmail: RateLimit | null;
     /** Password-reset requests for one address, and from one client address. */
     resetEmail: RateLimit | null;
     resetIp: RateLimit | null;
     /** Reports of leaked credentials (POST /apis/v2/credentials/revoke) from one client address. */
     credentialReportsIp: RateLimit | null;
+    /**
+     * Mails to one address that prove it (sign-up, e-mail change, Resend) or tell its owner that
+     * someone tried to use it, whether or not an account has it.
+     */
+    verifyAddress: RateLimit | null;
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
@@ -280,6 +286,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       resetEmail: e.RATE_LIMIT_RESET_EMAIL,
       resetIp: e.RATE_LIMIT_RESET_IP,
       credentialReportsIp: e.RATE_LIMIT_CREDENTIAL_REPORTS_IP,
+      verifyAddress: e.RATE_LIMIT_VERIFY_ADDRESS,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
     mail: {

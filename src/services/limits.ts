@@ -121,6 +121,7 @@ export class Limits {
   private readonly devicePoll: RateLimiterAbstract;
   private readonly credentialReportsIp?: Counter;
   private readonly redis: RedisClient | undefined;
+  private readonly verifyAddress?: Counter;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
@@ -153,6 +154,7 @@ export class Limits {
     // Not a limit one turns off: RFC 8628's polling interval, which the device is told.
     this.devicePoll = store({ keyPrefix: 'device-poll', points: 1, duration: config.deviceFlow.pollIntervalS });
     if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
+    if (limits.verifyAddress) this.verifyAddress = counter('verify-address', limits.verifyAddress);
   }
 
   /**
@@ -305,5 +307,27 @@ export class Limits {
   private refused(limit: string, err: RetryLaterError): RetryLaterError {
     this.metrics.rateLimited(limit);
     return err;
+  }
+
+  /**
+   * One more mail to `email` that proves the address (sign-up, e-mail change, Resend) or tells
+   * its owner that someone tried to use it: a 429 past the limit. The address is counted whether
+   * or not an account has it, so a refusal tells nothing about accounts.
+   */
+  async takeAddressMail(email: string): Promise<void> {
+    if (!this.verifyAddress) return;
+    const taken = await consume(this.verifyAddress.limiter, key(email.trim().toLowerCase()));
+    if (!taken.allowed) throw this.refused('verify-address', tooManyMails(retryAfterS(taken.res)));
+  }
+
+  /**
+   * Counts a mail about an account that its requester must not learn of (someone tried to sign
+   * up with, or move to, the account's address): false past the account's limit, never a 429.
+   */
+  async accountMailAllowed(userId: number): Promise<boolean> {
+    if (!this.verifyEmail) return true;
+    const { allowed } = await consume(this.verifyEmail.limiter, key(`user:${userId}`));
+    if (!allowed) this.metrics.rateLimited('verify-email');
+    return allowed;
   }
 }

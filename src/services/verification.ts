@@ -41,12 +41,14 @@ export function sendVerificationInBackground(deps: MailDeps, user: Recipient, re
 }
 
 /**
- * Another link for an unverified address (the banner's Resend), within the account's limit. An
- * address already verified gets nothing. A mail server that refuses is a 503 the person sees.
+ * Another link for an unverified address (the banner's Resend), within the account's limit and
+ * the address's. An address already verified gets nothing. A mail server that refuses is a 503
+ * the person sees.
  */
 export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }, returnTo?: string): Promise<void> {
   if (user.email_verified_at) return;
   await deps.limits.takeVerificationMail(user.id);
+  await deps.limits.takeAddressMail(user.email);
   try {
     await mailVerificationLink(deps, user, returnTo);
   } catch (err) {

@@ -69,7 +69,7 @@ function sentence(message: string): string {
 export function formErrorsOrRetry(ctx: Context, err: unknown, fallbackField: string, labels: Labels): Record<string, string> | undefined {
   if (err instanceof RetryLaterError) {
     ctx.set('Retry-After', String(err.retryAfterS));
-    return { [fallbackField]: err.message };
+    return { [err.field ?? fallbackField]: err.message };
   }
   return formErrors(err, labels);
 }

@@ -41,6 +41,7 @@ describe('loadConfig', () => {
         resetEmail: { points: 3, durationS: 3600 },
         resetIp: { points: 20, durationS: 3600 },
         credentialReportsIp: { points: 60, durationS: 3600 },
+        verifyAddress: { points: 5, durationS: 3600 },
       },
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
       mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
