@@ -100,7 +100,7 @@ export async function seed(db: Knex, options: { groups: number; memberOf: number
   const realHash = await hashPassword(PASSWORD);
   const [ownerName] = await insertUsersBulk(db, 'bench-owner', 1, realHash);
   const owner = (await db('users').where({ username_key: ownerName }).first('id')) as { id: number };
-  const apiUser = await insertUser(db, { username: 'bench-api', email: 'bench-api@bench.example', name: 'Bench API', passwordHash: realHash, at: at() });
+  const apiUser = await insertUser(db, { username: 'bench-api', email: 'bench-api@bench.example', name: 'Bench API', passwordHash: realHash, at: at(), emailVerified: false });
   await insertGroupsBulk(db, 1, options.groups, [owner.id]);
   await spreadMemberships(db, apiUser.id, options.memberOf);
   const firstGroup = (await db('groups').orderBy('id').first('id')) as { id: number };

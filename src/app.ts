@@ -56,6 +56,7 @@ import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { pruneOldSubmissions } from './services/submissions.js';
+import { pruneExpiredSignUps } from './services/sign-up.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -240,6 +241,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
     pruneAnsweredChallenges(db).catch((err: unknown) => logger.warn({ err }, 'pruning answered passkey challenges failed'));
     pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
+    pruneExpiredSignUps(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sign-ups failed'));
   }, 10 * 60 * 1000).unref();
 
   let metricsListener: MetricsListener | undefined;

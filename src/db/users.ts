@@ -42,7 +42,7 @@ export function findUserByLogin(db: Knex, login: string): Promise<LoginRow | und
 
 export async function insertUser(
   db: Knex,
-  user: { username: string; email: string; name: string; passwordHash: string; at: string },
+  user: { username: string; email: string; name: string; passwordHash: string; at: string; emailVerified: boolean },
 ): Promise<UserRow> {
   const [row] = await db('users')
     .insert({
@@ -52,6 +52,7 @@ export async function insertUser(
       email_key: user.email.toLowerCase(),
       name: user.name,
       password_hash: user.passwordHash,
+      email_verified_at: user.emailVerified ? user.at : null,
       created_at: user.at,
       updated_at: user.at,
     })

@@ -27,27 +27,13 @@ export async function createUser(db: Knex, input: NewUser, kdf?: KdfQueue): Prom
   if (taken) throw new ConflictError(taken, `${taken} "${taken === 'username' ? data.username : data.email}" is already taken`);
   const passwordHash = await (kdf ? kdf.hash(data.password) : hashPassword(data.password));
   try {
-    return await insertUser(db, { ...data, passwordHash, at: now() });
+    return await insertUser(db, { ...data, passwordHash, at: now(), emailVerified: false });
   } catch (err) {
     // Two sign-ups racing for one name: the unique index decides.
     if (isUniqueViolation(err)) {
       const field = (await userTakenField(db, data.username, data.email)) ?? 'username';
       throw new ConflictError(field, `${field} is already taken`);
     }
-    throw err;
-  }
-}
-
-/**
- * A sign-up from the site: counted against the address's limit first (a 429 past it), then the
- * account created with its hash in the bounded queue. A refused sign-up does not count.
- */
-export async function signUp(deps: SignInDeps, input: NewUser, ip: string): Promise<UserRow> {
-  await deps.limits.takeSignUp(ip);
-  try {
-    return await createUser(deps.db, input, deps.kdf);
-  } catch (err) {
-    await deps.limits.signUpNotMade(ip);
     throw err;
   }
 }

@@ -99,7 +99,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
 }
 
 /** Runs `use`; a link that cannot be used gets its page instead, and undefined comes back. */
-async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>): Promise<T | undefined> {
+export async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>): Promise<T | undefined> {
   try {
     return await use();
   } catch (err) {
@@ -113,9 +113,10 @@ const REFUSED_TITLES: Record<LinkRefusal, string> = {
   unknown: 'Link not valid',
   used: 'Link already used',
   expired: 'Link expired',
+  exhausted: 'Link spent',
 };
 
 /** A clear page for a link that cannot be used, with the way to a new one. */
-function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
+export function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
   render(ctx, 'link-refused', { title: REFUSED_TITLES[err.reason], message: err.message, purpose: err.purpose }, err.status);
 }

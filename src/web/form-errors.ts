@@ -25,6 +25,7 @@ export const LABELS = {
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
   deleteAccount: { password: 'Your password' },
+  signupConfirm: { username: 'Username', password: 'Password' },
 } as const satisfies Record<string, Record<string, string>>;
 
 export type Labels = Readonly<Record<string, string>>;

@@ -222,6 +222,9 @@ const PAGE_ROUTES: Route[] = [
   page('POST', '/interaction/{uid}/login', ['login', 'password']),
   page('POST', '/interaction/{uid}/confirm', []),
   page('POST', '/interaction/{uid}/abort', []),
+  page('GET', '/signup/sent', [], ['return_to']),
+  page('GET', '/signup/confirm', [], ['token', 'return_to']),
+  page('POST', '/signup/confirm', ['token', 'username', 'password', 'return_to']),
 ];
 
 interface Case {

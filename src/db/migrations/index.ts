@@ -11,6 +11,7 @@ import * as twoFactor from './0011_two_factor.js';
 import * as tokenPolicies from './0012_token_policies.js';
 import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
 import * as dpopProofs from './0014_dpop_proofs.js';
+import * as accountRecovery from './0017_account_recovery.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0012_token_policies': tokenPolicies,
   '0013_device_flow_and_par': deviceFlowAndPar,
   '0014_dpop_proofs': dpopProofs,
+  '0017_account_recovery': accountRecovery,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
