@@ -60,7 +60,7 @@ const schema = z
       .refine((v) => v === undefined || isSmtpUrl(v), { message: 'must be smtp://[user:password@]host[:port] or smtps://…' }),
     MAIL_FROM: z.string().min(3).max(200).optional(),
     MAIL_DIR: z.string().min(1).default('./data/mail'),
-    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
+    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('true'),
     // Unset: no metrics listener. 0: a free port the system picks (logged at start).
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
@@ -227,7 +227,7 @@ export interface Config {
   kdf: { concurrency: number; queue: number };
   /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise `.eml` files in `dir`. */
   mail: { smtpUrl: string | undefined; from: string; dir: string };
-  /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
+  /** Refuse the authorization flow to accounts whose e-mail address is not verified (the default). */
   requireVerifiedEmail: boolean;
   /** Where GET /metrics (Prometheus) listens; undefined: nowhere. */
   metrics: { host: string; port: number } | undefined;

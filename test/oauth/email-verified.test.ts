@@ -27,12 +27,13 @@ async function verifyThroughMail(server: RunningIdp, smtp: MailServer, user: Tes
 
 describeEachProfile('email_verified as openid-client sees it', (profile) => {
   const smtp = useMailServer();
-  const server = useIdp(profile, () => ({ SMTP_URL: smtp.url }));
+  // Off, so that an account whose address is not verified yet can go through the flow at all.
+  const server = useIdp(profile, () => ({ SMTP_URL: smtp.url, REQUIRE_VERIFIED_EMAIL: 'false' }));
   let user: TestUser;
   let config: client.Configuration;
 
   before(async () => {
-    const app = await makeClient(server.db, { redirectUri: REDIRECT_URI });
+    const app = await makeClient(server.db, { user: await makeUser(server.db, { verified: false }), redirectUri: REDIRECT_URI });
     user = app.user;
     config = await client.discovery(new URL(server.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });
   });
@@ -94,7 +95,7 @@ describeEachProfile('REQUIRE_VERIFIED_EMAIL', (profile) => {
   }
 
   it('refuses an unverified account with a page that says so and offers Resend; once verified the flow goes on', async () => {
-    const user = await makeUser(server.db);
+    const user = await makeUser(server.db, { verified: false });
     const browser = new Browser(server.url);
     const refused = await signInToFlow(browser, user);
     expect(refused.status).to.equal(403);

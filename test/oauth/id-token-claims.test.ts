@@ -39,7 +39,7 @@ describeEachProfile('claims in the ID token', (profile) => {
       name: fx.user.name,
       preferred_username: fx.user.username,
       email: fx.user.email,
-      email_verified: false,
+      email_verified: true,
       nonce: 'n-42',
     });
   });

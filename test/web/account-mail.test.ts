@@ -40,7 +40,7 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
 
   describe('verify e-mail', () => {
     it('Resend mails an unverified account a 24-hour link; following it verifies the address, once', async () => {
-      const user = await makeUser(idp.db);
+      const user = await makeUser(idp.db, { verified: false });
       const client = await signIn(idp.url, user);
       const before = await client.get('/groups').expect(200);
       expect(before.text).to.include('data-testid="verify-banner"');
@@ -78,7 +78,7 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
     });
 
     it('Resend sends another link, within a limit per account', async () => {
-      const user = await makeUser(idp.db);
+      const user = await makeUser(idp.db, { verified: false });
       const client = await signIn(idp.url, user);
       await client.submit('/verify-email/resend').expect(302, '/verify-email/sent');
       const sent = await client.get('/verify-email/sent').expect(200);
@@ -88,7 +88,7 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
     });
 
     it('refuses a sixth Resend within the hour with 429 and Retry-After', async () => {
-      const user = await makeUser(idp.db);
+      const user = await makeUser(idp.db, { verified: false });
       const client = await signIn(idp.url, user);
       for (let i = 0; i < 5; i += 1) await client.submit('/verify-email/resend').expect(302);
       const refused = await client.submit('/verify-email/resend').expect(429);
@@ -106,7 +106,7 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
     });
 
     it('verifies nothing when the account changed its address after the link was sent', async () => {
-      const user = await makeUser(idp.db);
+      const user = await makeUser(idp.db, { verified: false });
       await sendVerification(mailDeps(), user);
       const link = linkIn(await smtp.next(user.email), idp.url);
       const changed = `changed-${unique()}@example.test`;
@@ -135,7 +135,7 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
         expect(errorMessage(res.text)).to.include('not valid');
         expect(res.text).to.include('Sign in</a> to ask for a new link');
       }
-      const user = await makeUser(idp.db);
+      const user = await makeUser(idp.db, { verified: false });
       await sendVerification(mailDeps(), user);
       const link = linkIn(await smtp.next(user.email), idp.url);
       await idp.db('account_links').where({ user_id: user.id }).update({ expires_at: new Date(Date.now() - 1000).toISOString() });

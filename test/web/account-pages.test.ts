@@ -67,7 +67,7 @@ describeEachProfile('account settings: profile, password, sessions, delete accou
       const user = await newUser();
       const agent = await signIn(idp.url, user);
       const html = await open(agent, '/account/settings/profile');
-      expect(html).to.include(`value="${user.email}"`).and.include('Not verified yet');
+      expect(html).to.include(`value="${user.email}"`).and.include('Verified.');
       const res = await submit(agent, '/account/settings/profile', '/account/settings/profile', { name: 'Ada Lovelace', email: user.email, current_password: '' });
       expect(res.status).to.equal(302);
       expect(res.headers.get('location')).to.equal('/account/settings/profile?notice=profile-saved');
