@@ -57,6 +57,7 @@ import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { pruneOldSubmissions } from './services/submissions.js';
 import { pruneExpiredSignUps } from './services/sign-up.js';
+import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -242,6 +243,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneAnsweredChallenges(db).catch((err: unknown) => logger.warn({ err }, 'pruning answered passkey challenges failed'));
     pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
     pruneExpiredSignUps(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sign-ups failed'));
+    pruneExpiredEmailChanges(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired e-mail changes failed'));
   }, 10 * 60 * 1000).unref();
 
   let metricsListener: MetricsListener | undefined;

@@ -84,8 +84,9 @@ export async function markEmailVerified(db: Knex, id: number, email: string, at:
   return (await db('users').where({ id, email_key: email.toLowerCase() }).update({ email_verified_at: at })) === 1;
 }
 
-export async function markEmailUnverified(db: Knex, id: number): Promise<void> {
-  await db('users').where({ id }).update({ email_verified_at: null });
+/** The account's address becomes `email`, verified (its link was followed). False when the account is gone. */
+export async function replaceEmail(db: Knex, id: number, email: string, at: string): Promise<boolean> {
+  return (await db('users').where({ id }).update({ email, email_key: email.toLowerCase(), email_verified_at: at, updated_at: at })) === 1;
 }
 
 export async function setPasswordHash(db: Knex, id: number, hash: string, at: string): Promise<void> {

@@ -225,6 +225,9 @@ const PAGE_ROUTES: Route[] = [
   page('GET', '/signup/sent', [], ['return_to']),
   page('GET', '/signup/confirm', [], ['token', 'return_to']),
   page('POST', '/signup/confirm', ['token', 'username', 'password', 'return_to']),
+  page('GET', '/change-email', [], ['token']),
+  page('GET', '/account/settings/profile', [], ['notice']),
+  page('POST', '/account/settings/profile', ['name', 'email', 'current_password']),
 ];
 
 interface Case {
