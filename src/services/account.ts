@@ -10,8 +10,10 @@ import { changing } from './change-versions.js';
 import { revokeGrant } from './grants.js';
 import * as rules from './rules.js';
 import { startEmailChange, takeEmailChangeMail, type EmailChangeDeps } from './email-change.js';
+import { sendSecurityNotice } from './security-notices.js';
 import { signOutEverywhere, type SeenFrom } from './sessions.js';
 import { signIn, type SignInDeps } from './users.js';
+import type { MailDeps } from './verification.js';
 
 /**
  * What a signed-in person changes about their own account (Account settings → Profile,
@@ -80,13 +82,13 @@ const newPasswordSchema = z
 /**
  * Changes the password: the new one must pass the password rules and be typed twice alike, the
  * current one must be right; then every other session of the account is signed out (the one
- * that asked, `currentSessionUid`, stays signed in).
+ * that asked, `currentSessionUid`, stays signed in), and a security notice goes to the address.
  */
 export async function changePassword(
-  deps: SignInDeps & { provider: Provider },
+  deps: SignInDeps & MailDeps & { provider: Provider },
   user: UserRow,
   change: PasswordChange,
-  context: { ip: string; currentSessionUid?: string },
+  context: { ip: string; userAgent: string; currentSessionUid?: string },
 ): Promise<void> {
   // Every problem of the form at once; the current password is checked (and counted) only then.
   const parsed = newPasswordSchema.safeParse({ username: user.username, email: user.email, password: change.password });
@@ -104,6 +106,7 @@ export async function changePassword(
     throw new ValidationError('current_password', 'Your password was changed meanwhile. Reload the page and try again.');
   }
   await signOutEverywhere(deps, user.id, { except: context.currentSessionUid });
+  sendSecurityNotice(deps, user, 'password-changed', context);
 }
 
 /** Deleting the account is refused while it is the one owner of these groups (409). */

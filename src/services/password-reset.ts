@@ -7,7 +7,8 @@ import { changing } from './change-versions.js';
 import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { KdfQueue } from './passwords.js';
-import { signOutEverywhere, type SessionDeps } from './sessions.js';
+import { sendSecurityNotice } from './security-notices.js';
+import { signOutEverywhere, type SeenFrom, type SessionDeps } from './sessions.js';
 import * as rules from './rules.js';
 import type { MailDeps } from './verification.js';
 
@@ -60,12 +61,13 @@ const newPasswordSchema = z
  * Sets a new password through a reset link: the password rules, the two entries equal, the hash
  * in the bounded queue, then the link used (exactly once among any number of concurrent tries)
  * and the hash stored together. The account's other reset links stop working, and every session
- * of the account is signed out (whoever knew the old password is signed out with it). Returns
- * the account.
+ * of the account is signed out (whoever knew the old password is signed out with it). A security
+ * notice goes to the address. Returns the account.
  */
 export async function resetPassword(
-  deps: SessionDeps & { kdf: KdfQueue },
+  deps: SessionDeps & MailDeps & { kdf: KdfQueue },
   input: { token: unknown; password: string; confirmation: string },
+  from: SeenFrom,
 ): Promise<UserRow> {
   const user = await resetTarget(deps.db, input.token);
   rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: input.password });
@@ -79,5 +81,6 @@ export async function resetPassword(
     }),
   );
   await signOutEverywhere(deps, user.id);
+  sendSecurityNotice(deps, user, 'password-reset', from);
   return user;
 }

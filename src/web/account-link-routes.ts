@@ -5,7 +5,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
-import { formFields, requireUser, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
+import { formFields, requireUser, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { render } from './render.js';
 
 /**
@@ -79,7 +79,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const returnTo = safeReturnTo(form.return_to, '');
     const page = { title: 'Choose a new password', token: form.token ?? '', returnTo };
     try {
-      await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' });
+      await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' }, seenFrom(ctx));
     } catch (err) {
       if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;

@@ -100,7 +100,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
         deps,
         user,
         { currentPassword: form.current_password ?? '', password: form.password ?? '', confirmation: form.password_confirmation ?? '' },
-        { ip: ctx.ip, currentSessionUid: await deps.sessions.uid(ctx) },
+        { ...seenFrom(ctx), currentSessionUid: await deps.sessions.uid(ctx) },
       );
       ctx.redirect(`${BASE}/password?notice=password-changed`);
     } catch (err) {
