@@ -37,6 +37,7 @@ import { accountRoutes } from './web/account-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { twoFactorRoutes } from './web/two-factor-routes.js';
 import { passkeyRoutes } from './web/passkey-routes.js';
+import { recoveryRoutes } from './web/recovery-routes.js';
 import { pruneAnsweredChallenges } from './services/passkeys.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { apiDocsAssets } from './api/docs.js';
@@ -219,7 +220,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps)]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider }), settingsRoutes({ ...deps, provider }), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps), passkeyRoutes(deps), recoveryRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

@@ -47,3 +47,24 @@ export async function deleteUserKeepingAudit(trx: Knex.Transaction, id: number):
   await trx('users').where({ id }).del();
 }
 
+/** What clearCredentials removed, by kind. */
+export interface ClearedCredentials {
+  passkeys: number;
+  twoFactor: number;
+  recoveryCodes: number;
+  personalTokens: number;
+}
+
+/**
+ * Removes every passkey, authenticator app, recovery code and personal access token of the
+ * account (a reset of an account whose address was never proven: whoever added them may not be
+ * the address's owner).
+ */
+export async function clearCredentials(trx: Knex.Transaction, userId: number): Promise<ClearedCredentials> {
+  return {
+    passkeys: await trx('webauthn_credentials').where({ user_id: userId }).delete(),
+    twoFactor: await trx('user_totp').where({ user_id: userId }).delete(),
+    recoveryCodes: await trx('recovery_codes').where({ user_id: userId }).delete(),
+    personalTokens: await trx('personal_access_tokens').where({ user_id: userId }).delete(),
+  };
+}

@@ -228,6 +228,9 @@ const PAGE_ROUTES: Route[] = [
   page('GET', '/change-email', [], ['token']),
   page('GET', '/account/settings/profile', [], ['notice']),
   page('POST', '/account/settings/profile', ['name', 'email', 'current_password']),
+  page('GET', '/reset-password/done', [], ['return_to', 'notice']),
+  page('POST', '/reset-password/done/remove', ['item', 'id', 'return_to']),
+  page('POST', '/reset-password/done/remove-all', ['return_to']),
 ];
 
 interface Case {
