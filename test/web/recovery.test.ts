@@ -75,8 +75,8 @@ describeEachProfile('recovery through a password reset', (profile) => {
     await withTwoFactor(idp.db, intruder);
 
     const { done } = await resetThroughMail(victim);
-    expect(done.text).to.include('data-testid="cleared"').and.include('had never been verified');
     expect(await stillWorks(ways)).to.deep.equal({ passkey: false, token: false, accessToken: false, refreshToken: false, session: false });
+    expect(done.text).to.include('data-testid="cleared"').and.include('had never been verified');
     for (const table of ['webauthn_credentials', 'user_totp', 'recovery_codes', 'personal_access_tokens', 'user_grants', 'user_sessions']) {
       expect(await count(table, intruder.id), table).to.equal(0);
     }
