@@ -51,6 +51,8 @@ async function insertUsersBulk(db: Knex, prefix: string, count: number, password
     email_key: `${username}@bench.example`,
     name: username,
     password_hash: passwordHash,
+    // Made as an operator makes accounts (the CLI): verified, so the authorization flow lets them through.
+    email_verified_at: now,
     created_at: now,
     updated_at: now,
   }));
@@ -100,7 +102,7 @@ export async function seed(db: Knex, options: { groups: number; memberOf: number
   const realHash = await hashPassword(PASSWORD);
   const [ownerName] = await insertUsersBulk(db, 'bench-owner', 1, realHash);
   const owner = (await db('users').where({ username_key: ownerName }).first('id')) as { id: number };
-  const apiUser = await insertUser(db, { username: 'bench-api', email: 'bench-api@bench.example', name: 'Bench API', passwordHash: realHash, at: at() });
+  const apiUser = await insertUser(db, { username: 'bench-api', email: 'bench-api@bench.example', name: 'Bench API', passwordHash: realHash, at: at(), emailVerified: true });
   await insertGroupsBulk(db, 1, options.groups, [owner.id]);
   await spreadMemberships(db, apiUser.id, options.memberOf);
   const firstGroup = (await db('groups').orderBy('id').first('id')) as { id: number };

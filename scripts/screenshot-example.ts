@@ -36,7 +36,7 @@ idpServer.on('request', idp.app.callback());
 const exampleServer = createServer();
 const exampleUrl = await listen(exampleServer);
 
-const user = await createUser(idp.db, { username: 'ada', email: 'ada@example.com', name: 'Ada Lovelace', password: 'correct horse battery' });
+const user = await createUser(idp.db, { username: 'ada', email: 'ada@example.com', name: 'Ada Lovelace', password: 'correct horse battery' }, { emailVerified: true });
 const actor = { userId: user.id, ip: null };
 const groups = [
   { name: 'Analytical Engines', path: 'engines', description: 'Mill, store and the cards that drive them', visibilityLevel: 'internal' as const },

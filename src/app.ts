@@ -40,6 +40,7 @@ import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { twoFactorRoutes } from './web/two-factor-routes.js';
 import { PasskeyChallenges, passkeyRoutes } from './web/passkey-routes.js';
 import { AccessConfirmation, confirmAccessRoutes } from './web/confirm-access.js';
+import { recoveryRoutes } from './web/recovery-routes.js';
 import { pruneAnsweredChallenges } from './services/passkeys.js';
 import { adminAreaHidden, adminRoutes } from './web/admin-routes.js';
 import { apiDocsAssets } from './api/docs.js';
@@ -61,6 +62,8 @@ import { createMailer } from './services/mail.js';
 import { kdfQueue } from './services/passwords.js';
 import { pruneExpiredSessions, sessionIndex } from './services/sessions.js';
 import { pruneOldSubmissions } from './services/submissions.js';
+import { pruneExpiredSignUps } from './services/sign-up.js';
+import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 
@@ -226,7 +229,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(loadCurrentUser(deps));
   // Re-authentication for the changes a stolen session must not make on its own.
   const access = new AccessConfirmation(deps, new PasskeyChallenges(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), confirmAccessRoutes(access)]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });
@@ -251,6 +254,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneExpiredSessions(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sessions failed'));
     pruneAnsweredChallenges(db).catch((err: unknown) => logger.warn({ err }, 'pruning answered passkey challenges failed'));
     pruneOldSubmissions(db).catch((err: unknown) => logger.warn({ err }, 'pruning old one-time form keys failed'));
+    pruneExpiredSignUps(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired sign-ups failed'));
+    pruneExpiredEmailChanges(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired e-mail changes failed'));
   }, 10 * 60 * 1000).unref();
 
   let metricsListener: MetricsListener | undefined;

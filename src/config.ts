@@ -52,6 +52,7 @@ const schema = z
     // Device user codes tried at /login/device: 8 characters are safe only with a limit (RFC 8628 §5.1).
     RATE_LIMIT_DEVICE_CODE_BROWSER: rateLimit('10/15m'),
     RATE_LIMIT_DEVICE_CODE_IP: rateLimit('10/15m'),
+    RATE_LIMIT_VERIFY_ADDRESS: rateLimit('5/1h'),
     // Half the cores by default: Argon2id keeps a core busy per hash, and the other half must stay
     // free for token exchanges and API calls while a flood of sign-ins waits in the queue.
     KDF_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(Math.max(1, Math.floor(availableParallelism() / 2))),
@@ -62,7 +63,7 @@ const schema = z
       .refine((v) => v === undefined || isSmtpUrl(v), { message: 'must be smtp://[user:password@]host[:port] or smtps://…' }),
     MAIL_FROM: z.string().min(3).max(200).optional(),
     MAIL_DIR: z.string().min(1).default('./data/mail'),
-    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('false'),
+    REQUIRE_VERIFIED_EMAIL: z.enum(['true', 'false']).default('true'),
     // Unset: no metrics listener. 0: a free port the system picks (logged at start).
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
@@ -216,7 +217,7 @@ export interface Config {
     signupIp: RateLimit | null;
     clientAuth: RateLimit | null;
     apiToken: RateLimit | null;
-    /** Verification mails one account may ask for again. */
+    /** Verification mails (and word that someone tried to use its address) for one account. */
     verifyEmail: RateLimit | null;
     /** Password-reset requests for one address, and from one client address. */
     resetEmail: RateLimit | null;
@@ -226,12 +227,17 @@ export interface Config {
     /** Device user codes entered at /login/device by one browser, and from one client address. */
     deviceCodeBrowser: RateLimit | null;
     deviceCodeIp: RateLimit | null;
+    /**
+     * Mails to one address that prove it (sign-up, e-mail change, Resend) or tell its owner that
+     * someone tried to use it, whether or not an account has it.
+     */
+    verifyAddress: RateLimit | null;
   };
   /** Password hashing: at most `concurrency` at once per instance, at most `queue` waiting; past that, 503. */
   kdf: { concurrency: number; queue: number };
   /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise `.eml` files in `dir`. */
   mail: { smtpUrl: string | undefined; from: string; dir: string };
-  /** Refuse the authorization flow to accounts whose e-mail address is not verified. */
+  /** Refuse the authorization flow to accounts whose e-mail address is not verified (the default). */
   requireVerifiedEmail: boolean;
   /** Where GET /metrics (Prometheus) listens; undefined: nowhere. */
   metrics: { host: string; port: number } | undefined;
@@ -299,6 +305,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       credentialReportsIp: e.RATE_LIMIT_CREDENTIAL_REPORTS_IP,
       deviceCodeBrowser: e.RATE_LIMIT_DEVICE_CODE_BROWSER,
       deviceCodeIp: e.RATE_LIMIT_DEVICE_CODE_IP,
+      verifyAddress: e.RATE_LIMIT_VERIFY_ADDRESS,
     },
     kdf: { concurrency: e.KDF_CONCURRENCY, queue: e.KDF_QUEUE },
     mail: {

@@ -15,10 +15,12 @@ export interface CookieNames {
   passkey: string;
   /** The one-time message of a POST to the page it redirects to (web/flash.ts). */
   flash: string;
+  /** What a password reset gives its browser for a few minutes: removing what else reaches the account (signed). */
+  recovery: string;
 }
 
 export function cookieNames(secure: boolean): CookieNames {
-  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa', passkey: 'idp_passkey', flash: 'idp_flash' };
+  if (!secure) return { session: 'idp_session', interaction: 'idp_interaction', resume: 'idp_interaction_resume', csrf: 'idp_csrf', secondFactor: 'idp_2fa', passkey: 'idp_passkey', flash: 'idp_flash', recovery: 'idp_recovery' };
   return {
     session: '__Host-idp_session',
     interaction: '__Secure-idp_interaction',
@@ -27,5 +29,6 @@ export function cookieNames(secure: boolean): CookieNames {
     secondFactor: '__Host-idp_2fa',
     passkey: '__Host-idp_passkey',
     flash: '__Host-idp_flash',
+    recovery: '__Host-idp_recovery',
   };
 }

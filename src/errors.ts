@@ -87,8 +87,9 @@ export class UnavailableError extends AppError {
  * Retry-After header on every surface, and the message says the same in words.
  */
 export class RetryLaterError extends AppError {
-  constructor(status: 429 | 503, code: string, message: string, readonly retryAfterS: number) {
-    super(status, code, message);
+  /** `field`: the form field the wait is about, when a form has several that could be (`email`). */
+  constructor(status: 429 | 503, code: string, message: string, readonly retryAfterS: number, field?: string) {
+    super(status, code, message, field);
   }
 }
 

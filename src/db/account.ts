@@ -8,21 +8,11 @@ export interface OwnedGroup {
 }
 
 /**
- * A new name and e-mail address. A changed address is not verified (`emailChanged`); only the
- * same address in other letter case keeps its verification. False when the account is gone.
+ * A new name, and the account's address as it is written (only its letter case may change here:
+ * a new address is set by replaceEmail once proven). False when the account is gone.
  */
-export async function updateUserProfile(
-  db: Knex,
-  id: number,
-  profile: { name: string; email: string; emailChanged: boolean; at: string },
-): Promise<boolean> {
-  const changes = {
-    name: profile.name,
-    email: profile.email,
-    email_key: profile.email.toLowerCase(),
-    updated_at: profile.at,
-    ...(profile.emailChanged ? { email_verified_at: null } : {}),
-  };
+export async function updateUserProfile(db: Knex, id: number, profile: { name: string; email: string; at: string }): Promise<boolean> {
+  const changes = { name: profile.name, email: profile.email, email_key: profile.email.toLowerCase(), updated_at: profile.at };
   return (await db('users').where({ id }).update(changes)) === 1;
 }
 
@@ -55,4 +45,26 @@ export async function lockOwnedGroups(trx: Knex.Transaction, userId: number): Pr
 export async function deleteUserKeepingAudit(trx: Knex.Transaction, id: number): Promise<void> {
   await trx('audit_events').where({ actor_id: id }).update({ actor_deleted: true });
   await trx('users').where({ id }).del();
+}
+
+/** What clearCredentials removed, by kind. */
+export interface ClearedCredentials {
+  passkeys: number;
+  twoFactor: number;
+  recoveryCodes: number;
+  personalTokens: number;
+}
+
+/**
+ * Removes every passkey, authenticator app, recovery code and personal access token of the
+ * account (a reset of an account whose address was never proven: whoever added them may not be
+ * the address's owner).
+ */
+export async function clearCredentials(trx: Knex.Transaction, userId: number): Promise<ClearedCredentials> {
+  return {
+    passkeys: await trx('webauthn_credentials').where({ user_id: userId }).delete(),
+    twoFactor: await trx('user_totp').where({ user_id: userId }).delete(),
+    recoveryCodes: await trx('recovery_codes').where({ user_id: userId }).delete(),
+    personalTokens: await trx('personal_access_tokens').where({ user_id: userId }).delete(),
+  };
 }

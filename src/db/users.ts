@@ -42,7 +42,7 @@ export function findUserByLogin(db: Knex, login: string): Promise<LoginRow | und
 
 export async function insertUser(
   db: Knex,
-  user: { username: string; email: string; name: string; passwordHash: string; at: string },
+  user: { username: string; email: string; name: string; passwordHash: string; at: string; emailVerified: boolean },
 ): Promise<UserRow> {
   const [row] = await db('users')
     .insert({
@@ -52,6 +52,7 @@ export async function insertUser(
       email_key: user.email.toLowerCase(),
       name: user.name,
       password_hash: user.passwordHash,
+      email_verified_at: user.emailVerified ? user.at : null,
       created_at: user.at,
       updated_at: user.at,
     })
@@ -83,8 +84,9 @@ export async function markEmailVerified(db: Knex, id: number, email: string, at:
   return (await db('users').where({ id, email_key: email.toLowerCase() }).update({ email_verified_at: at })) === 1;
 }
 
-export async function markEmailUnverified(db: Knex, id: number): Promise<void> {
-  await db('users').where({ id }).update({ email_verified_at: null });
+/** The account's address becomes `email`, verified (its link was followed). False when the account is gone. */
+export async function replaceEmail(db: Knex, id: number, email: string, at: string): Promise<boolean> {
+  return (await db('users').where({ id }).update({ email, email_key: email.toLowerCase(), email_verified_at: at, updated_at: at })) === 1;
 }
 
 export async function setPasswordHash(db: Knex, id: number, hash: string, at: string): Promise<void> {

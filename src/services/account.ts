@@ -1,18 +1,19 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { z } from 'zod';
-import { deleteUserKeepingAudit, emailTakenByOther, groupsOwnedOnlyBy, lockOwnedGroups, updateUserProfile, type OwnedGroup } from '../db/account.js';
+import { deleteUserKeepingAudit, groupsOwnedOnlyBy, lockOwnedGroups, updateUserProfile, type OwnedGroup } from '../db/account.js';
 import { listUserGrants } from '../db/grants.js';
-import { isUniqueViolation } from '../db/knex.js';
 import { replacePasswordHash, type UserRow } from '../db/users.js';
-import { AppError, ConflictError, ValidationError } from '../errors.js';
+import { AppError, ValidationError } from '../errors.js';
 import { now } from '../time.js';
 import { changing } from './change-versions.js';
 import { revokeGrant } from './grants.js';
 import * as rules from './rules.js';
-import { signOutEverywhere } from './sessions.js';
+import { startEmailChange, takeEmailChangeMail, type EmailChangeDeps } from './email-change.js';
+import { sendSecurityNotice } from './security-notices.js';
+import { signOutEverywhere, type SeenFrom } from './sessions.js';
 import { signIn, type SignInDeps } from './users.js';
-import { sendVerificationInBackground, type MailDeps } from './verification.js';
+import type { MailDeps } from './verification.js';
 
 /**
  * What a signed-in person changes about their own account (Account settings → Profile,
@@ -45,26 +46,27 @@ export interface ProfileChange {
 }
 
 /**
- * Saves a new name and e-mail address. A new address needs the current password, is not
- * verified any more, and gets a verification link (sent in the background: the page does not
- * wait on the mail server). Returns whether the address changed.
+ * Saves a new name, and asks for a new e-mail address: the current password first (a wrong one
+ * is said to be wrong whatever the address), then the mail limits, then the name is saved and
+ * a link goes to the new address in the background (see email-change.ts). The account keeps its
+ * address until that link is followed; an address that differs only in letter case is saved at
+ * once and stays verified. Returns whether a new address is waiting for its link.
  */
-export async function updateProfile(deps: SignInDeps & MailDeps, user: UserRow, change: ProfileChange, ip: string): Promise<{ emailChanged: boolean }> {
+export async function updateProfile(
+  deps: SignInDeps & EmailChangeDeps,
+  user: UserRow,
+  change: ProfileChange,
+  from: SeenFrom & { ip: string },
+): Promise<{ emailChangeStarted: boolean }> {
   const profile = rules.parse(profileSchema, { name: change.name, email: change.email });
-  const emailChanged = profile.email.toLowerCase() !== user.email.toLowerCase();
-  if (profile.email !== user.email) {
-    if (await emailTakenByOther(deps.db, user.id, profile.email)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
-    await confirmPassword(deps, user, change.currentPassword, ip, 'current_password');
-  }
+  const newAddress = profile.email.toLowerCase() !== user.email.toLowerCase();
+  if (profile.email !== user.email) await confirmPassword(deps, user, change.currentPassword, from.ip, 'current_password');
+  if (newAddress) await takeEmailChangeMail(deps, user.id, profile.email);
   await changing(deps.db, [`user:${user.id}`], () =>
-    updateUserProfile(deps.db, user.id, { ...profile, emailChanged, at: now() }).catch((err: unknown) => {
-      // Two accounts taking one address at once: the unique index decides.
-      if (isUniqueViolation(err)) throw new ConflictError('email', `email "${profile.email}" is already taken`);
-      throw err;
-    }),
+    updateUserProfile(deps.db, user.id, { name: profile.name, email: newAddress ? user.email : profile.email, at: now() }),
   );
-  if (emailChanged) sendVerificationInBackground(deps, { ...user, email: profile.email });
-  return { emailChanged };
+  if (newAddress) await startEmailChange(deps, user, profile.email, from);
+  return { emailChangeStarted: newAddress };
 }
 
 export interface PasswordChange {
@@ -80,13 +82,13 @@ const newPasswordSchema = z
 /**
  * Changes the password: the new one must pass the password rules and be typed twice alike, the
  * current one must be right; then every other session of the account is signed out (the one
- * that asked, `currentSessionUid`, stays signed in).
+ * that asked, `currentSessionUid`, stays signed in), and a security notice goes to the address.
  */
 export async function changePassword(
-  deps: SignInDeps & { provider: Provider },
+  deps: SignInDeps & MailDeps & { provider: Provider },
   user: UserRow,
   change: PasswordChange,
-  context: { ip: string; currentSessionUid?: string },
+  context: { ip: string; userAgent: string; currentSessionUid?: string },
 ): Promise<void> {
   // Every problem of the form at once; the current password is checked (and counted) only then.
   const parsed = newPasswordSchema.safeParse({ username: user.username, email: user.email, password: change.password });
@@ -104,6 +106,7 @@ export async function changePassword(
     throw new ValidationError('current_password', 'Your password was changed meanwhile. Reload the page and try again.');
   }
   await signOutEverywhere(deps, user.id, { except: context.currentSessionUid });
+  sendSecurityNotice(deps, user, 'password-changed', context);
 }
 
 /** Deleting the account is refused while it is the one owner of these groups (409). */

@@ -171,6 +171,7 @@ export class Limits {
   private readonly deviceCodeBrowser?: Counter;
   private readonly deviceCodeIp?: Counter;
   private readonly redis: RedisClient | undefined;
+  private readonly verifyAddress?: Counter;
 
   /** `metrics` counts each refusal by the limit's name (the counter's prefix: `signin-ip`, `api-token`, …). */
   constructor(config: Config, db: Knex, redis: RedisClient | undefined, redisKeyPrefix = 'idp:', private readonly metrics: Pick<Metrics, 'rateLimited'> = noMetrics) {
@@ -205,6 +206,7 @@ export class Limits {
     if (limits.credentialReportsIp) this.credentialReportsIp = counter('credential-reports-ip', limits.credentialReportsIp);
     if (limits.deviceCodeBrowser) this.deviceCodeBrowser = counter('device-code-browser', limits.deviceCodeBrowser);
     if (limits.deviceCodeIp) this.deviceCodeIp = counter('device-code-ip', limits.deviceCodeIp);
+    if (limits.verifyAddress) this.verifyAddress = counter('verify-address', limits.verifyAddress);
   }
 
   /**
@@ -418,5 +420,27 @@ export class Limits {
   private refused(limit: string, err: RetryLaterError): RetryLaterError {
     this.metrics.rateLimited(limit);
     return err;
+  }
+
+  /**
+   * One more mail to `email` that proves the address (sign-up, e-mail change, Resend) or tells
+   * its owner that someone tried to use it: a 429 past the limit. The address is counted whether
+   * or not an account has it, so a refusal tells nothing about accounts.
+   */
+  async takeAddressMail(email: string): Promise<void> {
+    if (!this.verifyAddress) return;
+    const taken = await consume(this.verifyAddress.limiter, key(email.trim().toLowerCase()));
+    if (!taken.allowed) throw this.refused('verify-address', tooManyMails(retryAfterS(taken.res)));
+  }
+
+  /**
+   * Counts a mail about an account that its requester must not learn of (someone tried to sign
+   * up with, or move to, the account's address): false past the account's limit, never a 429.
+   */
+  async accountMailAllowed(userId: number): Promise<boolean> {
+    if (!this.verifyEmail) return true;
+    const { allowed } = await consume(this.verifyEmail.limiter, key(`user:${userId}`));
+    if (!allowed) this.metrics.rateLimited('verify-email');
+    return allowed;
   }
 }

@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import { VIEWS } from '../paths.js';
 
 /** The messages the service sends; each is `views/mail/<name>.txt.ejs` and `views/mail/<name>.html.ejs`. */
-export type MailTemplate = 'verify-email' | 'reset-password' | 'security-notice';
+export type MailTemplate = 'verify-email' | 'reset-password' | 'security-notice' | 'confirm-signup' | 'confirm-email-change' | 'address-in-use';
 
 export interface Mail {
   to: string;

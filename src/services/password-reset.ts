@@ -1,13 +1,18 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { findUserById, findUserByLogin, setPasswordHash, type UserRow } from '../db/users.js';
+import { clearCredentials } from '../db/account.js';
+import { recordAudit } from '../db/audit.js';
+import { retireEmailChanges } from '../db/email-changes.js';
+import { findUserById, findUserByLogin, markEmailVerified, setPasswordHash, type UserRow } from '../db/users.js';
 import { ValidationError } from '../errors.js';
 import { now } from '../time.js';
 import { changing } from './change-versions.js';
 import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { KdfQueue } from './passwords.js';
-import { signOutEverywhere, type SessionDeps } from './sessions.js';
+import { revokeEveryApplication } from './recovery.js';
+import { sendSecurityNotice } from './security-notices.js';
+import { signOutEverywhere, type SeenFrom, type SessionDeps } from './sessions.js';
 import * as rules from './rules.js';
 import type { MailDeps } from './verification.js';
 
@@ -59,25 +64,41 @@ const newPasswordSchema = z
 /**
  * Sets a new password through a reset link: the password rules, the two entries equal, the hash
  * in the bounded queue, then the link used (exactly once among any number of concurrent tries)
- * and the hash stored together. The account's other reset links stop working, and every session
- * of the account is signed out (whoever knew the old password is signed out with it). Returns
- * the account.
+ * and the hash stored together. The account's other reset links and any new address waiting for
+ * its link stop working, and every session of the account is signed out (whoever knew the old
+ * password is signed out with it). A security notice goes to the address.
+ *
+ * An account whose address was never verified is cleared as well: whoever made it, or added to
+ * it, never proved they read the address, and the person following this link just did. Every
+ * passkey, authenticator app, recovery code, personal access token and authorized application
+ * (with its tokens) goes, and the address counts as verified from now on.
  */
 export async function resetPassword(
-  deps: SessionDeps & { kdf: KdfQueue },
+  deps: SessionDeps & MailDeps & { kdf: KdfQueue },
   input: { token: unknown; password: string; confirmation: string },
-): Promise<UserRow> {
+  from: SeenFrom,
+): Promise<{ user: UserRow; passwordHash: string; cleared: boolean }> {
   const user = await resetTarget(deps.db, input.token);
   rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: input.password });
   if (input.confirmation !== input.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
   const hash = await deps.kdf.hash(input.password);
-  await changing(deps.db, [`user:${user.id}`], () =>
+  const cleared = await changing(deps.db, [`user:${user.id}`], () =>
     deps.db.transaction(async (trx) => {
-      await useLink(trx, 'reset-password', input.token);
-      await setPasswordHash(trx, user.id, hash, now());
+      const at = now();
+      const link = await useLink(trx, 'reset-password', input.token);
+      await setPasswordHash(trx, user.id, hash, at);
       await retireLinks(trx, user.id, 'reset-password');
+      await retireEmailChanges(trx, user.id, at);
+      const row = await findUserById(trx, user.id);
+      if (!row || row.email_verified_at) return false;
+      const removed = await clearCredentials(trx, user.id);
+      await markEmailVerified(trx, user.id, link.email, at);
+      await recordAudit(trx, { groupId: null, actorId: user.id, action: 'user.recovery.clear', target: user.username, details: { ...removed }, ip: from.ip }, at);
+      return true;
     }),
   );
+  if (cleared) await revokeEveryApplication(deps, user.id);
   await signOutEverywhere(deps, user.id);
-  return user;
+  sendSecurityNotice(deps, user, 'password-reset', from);
+  return { user, passwordHash: hash, cleared };
 }

@@ -20,34 +20,24 @@ export const newUserSchema = z
   .refine(rules.passwordIsNotIdentity, { path: ['password'], message: 'password must not be your username or email' });
 export type NewUser = z.input<typeof newUserSchema>;
 
-/** With `kdf`, the hash waits its turn in the instance's bounded queue (requests); without, it runs at once (CLI). */
-export async function createUser(db: Knex, input: NewUser, kdf?: KdfQueue): Promise<UserRow> {
+/**
+ * Makes an account at once, for those who vouch for it: the CLI (an operator), the demo, the
+ * tests. `emailVerified` says whether its address counts as proven from the start; the site's
+ * own sign-up never comes here (see sign-up.ts: an address is proven by its link first).
+ */
+export async function createUser(db: Knex, input: NewUser, options: { emailVerified: boolean }): Promise<UserRow> {
   const data = rules.parse(newUserSchema, input);
   const taken = await userTakenField(db, data.username, data.email);
   if (taken) throw new ConflictError(taken, `${taken} "${taken === 'username' ? data.username : data.email}" is already taken`);
-  const passwordHash = await (kdf ? kdf.hash(data.password) : hashPassword(data.password));
+  const passwordHash = await hashPassword(data.password);
   try {
-    return await insertUser(db, { ...data, passwordHash, at: now() });
+    return await insertUser(db, { ...data, passwordHash, at: now(), emailVerified: options.emailVerified });
   } catch (err) {
-    // Two sign-ups racing for one name: the unique index decides.
+    // Two callers racing for one name: the unique index decides.
     if (isUniqueViolation(err)) {
       const field = (await userTakenField(db, data.username, data.email)) ?? 'username';
       throw new ConflictError(field, `${field} is already taken`);
     }
-    throw err;
-  }
-}
-
-/**
- * A sign-up from the site: counted against the address's limit first (a 429 past it), then the
- * account created with its hash in the bounded queue. A refused sign-up does not count.
- */
-export async function signUp(deps: SignInDeps, input: NewUser, ip: string): Promise<UserRow> {
-  await deps.limits.takeSignUp(ip);
-  try {
-    return await createUser(deps.db, input, deps.kdf);
-  } catch (err) {
-    await deps.limits.signUpNotMade(ip);
     throw err;
   }
 }

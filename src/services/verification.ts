@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { markEmailUnverified, markEmailVerified } from '../db/users.js';
+import { markEmailVerified } from '../db/users.js';
 import { UnavailableError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { now } from '../time.js';
-import { changed, changing } from './change-versions.js';
+import { changed } from './change-versions.js';
 import { issueLink, useLink } from './account-links.js';
 import type { Limits } from './limits.js';
 import type { Mailer } from './mail.js';
@@ -23,30 +23,22 @@ interface Recipient {
 }
 
 /**
- * The account's address is not verified any more (it is new, or was just changed), and a link
- * proving it (24 h, single use) goes to it. Called on sign-up and on an e-mail change.
+ * Mails a link (24 h, single use) that proves the account's current address: for an account an
+ * operator made with `idp user create --unverified`. A mail server that refuses throws.
  */
 export async function sendVerification(deps: MailDeps, user: Recipient, returnTo?: string): Promise<void> {
-  await changing(deps.db, [`user:${user.id}`], () => markEmailUnverified(deps.db, user.id));
   await mailVerificationLink(deps, user, returnTo);
 }
 
 /**
- * The same in the background, for a page that must not wait on (or fail with) the mail server.
- * `returnTo` (a same-site path: the authorization flow the person signed up from) is where the
- * link's page continues.
- */
-export function sendVerificationInBackground(deps: MailDeps, user: Recipient, returnTo?: string): void {
-  sendVerification(deps, user, returnTo).catch((err: unknown) => deps.log.error({ err, userId: user.id }, 'verification mail not sent'));
-}
-
-/**
- * Another link for an unverified address (the banner's Resend), within the account's limit. An
- * address already verified gets nothing. A mail server that refuses is a 503 the person sees.
+ * Another link for an unverified address (the banner's Resend), within the account's limit and
+ * the address's. An address already verified gets nothing. A mail server that refuses is a 503
+ * the person sees.
  */
 export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }, returnTo?: string): Promise<void> {
   if (user.email_verified_at) return;
   await deps.limits.takeVerificationMail(user.id);
+  await deps.limits.takeAddressMail(user.email);
   try {
     await mailVerificationLink(deps, user, returnTo);
   } catch (err) {

@@ -5,7 +5,8 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
-import { formFields, requireUser, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
+import { formFields, requireUser, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
+import { RecoveryPass } from './recovery-routes.js';
 import { render } from './render.js';
 
 /**
@@ -16,6 +17,8 @@ import { render } from './render.js';
  */
 export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Router {
   const router = new Router();
+  // The page after the reset (recovery-routes.ts) lets this browser remove what else reaches the account.
+  const recoveryPass = new RecoveryPass(deps.config.issuer.startsWith('https://'));
 
   router.get('/verify-email', async (ctx) => {
     const result = await explainRefusedLink(ctx, () => verifyEmail(deps.db, ctx.query.token));
@@ -79,7 +82,8 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const returnTo = safeReturnTo(form.return_to, '');
     const page = { title: 'Choose a new password', token: form.token ?? '', returnTo };
     try {
-      await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' });
+      const reset = await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' }, seenFrom(ctx));
+      recoveryPass.give(ctx, reset.user, reset.passwordHash, reset.cleared);
     } catch (err) {
       if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
@@ -90,16 +94,11 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     ctx.redirect(`/reset-password/done${returnToQuery(returnTo)}`);
   });
 
-  // Every session was signed out: the flow's start (return_to) asks for the new password.
-  router.get('/reset-password/done', (ctx) => {
-    render(ctx, 'password-reset/done', { title: 'Password changed', signInAt: safeReturnTo(ctx.query.return_to, '/login') });
-  });
-
   return router;
 }
 
 /** Runs `use`; a link that cannot be used gets its page instead, and undefined comes back. */
-async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>): Promise<T | undefined> {
+export async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>): Promise<T | undefined> {
   try {
     return await use();
   } catch (err) {
@@ -113,9 +112,10 @@ const REFUSED_TITLES: Record<LinkRefusal, string> = {
   unknown: 'Link not valid',
   used: 'Link already used',
   expired: 'Link expired',
+  exhausted: 'Link spent',
 };
 
 /** A clear page for a link that cannot be used, with the way to a new one. */
-function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
+export function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
   render(ctx, 'link-refused', { title: REFUSED_TITLES[err.reason], message: err.message, purpose: err.purpose }, err.status);
 }

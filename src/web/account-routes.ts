@@ -2,10 +2,13 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { LoginRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
-import { AccountDisabledError, signIn, signUp } from '../services/users.js';
-import { sendVerificationInBackground } from '../services/verification.js';
-import { formFields, safeReturnTo, type WebDeps } from './context.js';
-import { formErrors, LABELS } from './form-errors.js';
+import { LinkRefusedError } from '../services/account-links.js';
+import { AddressTakenError, completeSignUp, pendingSignUp, requestSignUp } from '../services/sign-up.js';
+import { AccountDisabledError, signIn } from '../services/users.js';
+import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js';
+import { formFields, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
+import { flashBox } from './flash.js';
+import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep, SPENT_MESSAGE } from './second-factor.js';
 
@@ -63,30 +66,72 @@ export function accountRoutes(deps: WebDeps): Router {
   });
 
   // `return_to`: an authorization flow's start (its sign-in page links here), where the new
-  // account continues, signed in, to the consent page; the verification mail leads there too.
+  // account continues, signed in, to the consent page once the mailed link is followed.
   router.get('/signup', (ctx) => {
-    if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
+    requireOpenSignUp(deps);
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
     render(ctx, 'signup', { title: 'Sign up', returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
   });
 
+  // Every sign-up that passes the form's checks gets this same answer, whether or not its address
+  // already has an account: the mail says the rest (services/sign-up.ts).
   router.post('/signup', async (ctx) => {
-    if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
+    requireOpenSignUp(deps);
     const form = formFields(ctx);
     const values = { username: form.username ?? '', email: form.email ?? '', name: form.name ?? '' };
     const returnTo = safeReturnTo(form.return_to, '');
     try {
-      const user = await signUp(deps, { ...values, password: form.password ?? '' }, ctx.ip);
-      sendVerificationInBackground(deps, user, returnTo || undefined);
-      await deps.sessions.signIn(ctx, user.id);
-      ctx.redirect(returnTo || '/groups');
+      const { email } = await requestSignUp(deps, { ...values, password: form.password ?? '' }, { from: seenFrom(ctx), returnTo: returnTo || undefined });
+      flashBox(ctx).put({ for: 'signup-sent', secret: email });
+      ctx.redirect(`/signup/sent${returnToQuery(returnTo)}`);
     } catch (err) {
-      if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      const errors = err instanceof RetryLaterError ? { username: err.message } : formErrors(err, LABELS.signup);
+      const errors = formErrorsOrRetry(ctx, err, 'username', LABELS.signup);
       if (!errors) throw err;
-      render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors, labels: LABELS.signup }, (err as AppError).status);
+      render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors, labels: LABELS.signup }, formStatus(err));
     }
   });
+
+  // The address typed rides in a one-time flash, never in the URL; a reload shows the page without it.
+  router.get('/signup/sent', (ctx) => {
+    const sentTo = flashBox(ctx).take('signup-sent')?.secret ?? '';
+    render(ctx, 'signup/sent', { title: 'Check your inbox', email: sentTo, returnTo: safeReturnTo(ctx.query.return_to, '') });
+  });
+
+  // The mailed link: the password chosen at sign-up makes the account, which is signed in here.
+  router.get('/signup/confirm', async (ctx) => {
+    requireOpenSignUp(deps);
+    const pending = await explainRefusedLink(ctx, () => pendingSignUp(deps.db, ctx.query.token));
+    if (!pending) return;
+    renderConfirm(ctx, { token: String(ctx.query.token), email: pending.email, returnTo: safeReturnTo(ctx.query.return_to, ''), values: { username: pending.username } });
+  });
+
+  router.post('/signup/confirm', async (ctx) => {
+    requireOpenSignUp(deps);
+    const form = formFields(ctx);
+    const returnTo = safeReturnTo(form.return_to, '');
+    let user;
+    try {
+      user = await completeSignUp(deps, { token: form.token, username: form.username ?? '', password: form.password ?? '' });
+    } catch (err) {
+      if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
+      if (err instanceof AddressTakenError) {
+        render(ctx, 'signup/address-taken', { title: 'This address has an account', message: err.message, returnTo }, err.status);
+        return;
+      }
+      const errors = formErrorsOrRetry(ctx, err, 'password', LABELS.signupConfirm);
+      if (!errors) throw err;
+      const pending = await explainRefusedLink(ctx, () => pendingSignUp(deps.db, form.token));
+      if (!pending) return;
+      renderConfirm(ctx, { token: form.token ?? '', email: pending.email, returnTo, values: { username: form.username ?? '' }, errors }, formStatus(err));
+      return;
+    }
+    await deps.sessions.signIn(ctx, user.id);
+    ctx.redirect(returnTo || '/groups');
+  });
+
+  function renderConfirm(ctx: Context, page: { token: string; email: string; returnTo: string; values: Record<string, string>; errors?: Record<string, string> }, status = 200) {
+    render(ctx, 'signup/confirm', { title: 'Finish creating your account', labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
+  }
 
   router.post('/logout', async (ctx) => {
     await deps.sessions.signOut(ctx);
@@ -94,6 +139,10 @@ export function accountRoutes(deps: WebDeps): Router {
   });
 
   return router;
+}
+
+function requireOpenSignUp(deps: WebDeps): void {
+  if (deps.config.signup !== 'open') throw new AppError(404, 'not_found', 'Sign-up is closed on this server. Ask an administrator for an account.');
 }
 
 /**

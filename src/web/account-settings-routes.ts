@@ -4,8 +4,11 @@ import type Provider from 'oidc-provider';
 import type { UserRow } from '../db/users.js';
 import { presentSession } from '../presenters/session.js';
 import { changePassword, deleteAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
+import { LinkRefusedError } from '../services/account-links.js';
+import { confirmEmailChange, emailChangeOf, pendingEmailChange } from '../services/email-change.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
-import { formFields, requireUser, type WebDeps } from './context.js';
+import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js';
+import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import { render } from './render.js';
 
@@ -13,7 +16,8 @@ const BASE = '/account/settings';
 
 const NOTICES: Record<string, string> = {
   'profile-saved': 'Profile saved.',
-  'email-changed': 'Profile saved. We sent a link to your new address: follow it to verify the address.',
+  'email-pending': 'Profile saved.',
+  'email-changed': 'Your e-mail address is changed, and verified.',
   'password-changed': 'Password changed. Every other session was signed out.',
   'session-signed-out': 'That session is signed out.',
   'others-signed-out': 'Every other session is signed out.',
@@ -31,21 +35,24 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     return NOTICES[key] ?? null;
   }
 
-  function renderProfile(ctx: Context, user: UserRow, values: { name: string; email: string }, errors: Record<string, string> = {}, status = 200) {
+  async function renderProfile(ctx: Context, user: UserRow, values: { name: string; email: string }, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/profile', {
       title: 'Profile · Account settings',
       tab: 'profile',
       values,
       errors,
       labels: LABELS.profile,
+      email: user.email,
       emailVerified: Boolean(user.email_verified_at),
+      // A new address waiting for its link looks the same whether or not another account has it.
+      pendingEmail: await pendingEmailChange(deps.db, user.id),
       flash: notice(ctx),
     }, status);
   }
 
-  router.get(`${BASE}/profile`, (ctx) => {
+  router.get(`${BASE}/profile`, async (ctx) => {
     const user = requireUser(ctx);
-    renderProfile(ctx, user, { name: user.name, email: user.email });
+    await renderProfile(ctx, user, { name: user.name, email: user.email });
   });
 
   router.post(`${BASE}/profile`, async (ctx) => {
@@ -53,13 +60,27 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     const form = formFields(ctx);
     const values = { name: form.name ?? '', email: form.email ?? '' };
     try {
-      const { emailChanged } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, ctx.ip);
-      ctx.redirect(`${BASE}/profile?notice=${emailChanged ? 'email-changed' : 'profile-saved'}`);
+      const { emailChangeStarted } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, seenFrom(ctx));
+      ctx.redirect(`${BASE}/profile?notice=${emailChangeStarted ? 'email-pending' : 'profile-saved'}`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'current_password', LABELS.profile);
       if (!errors) throw err;
-      renderProfile(ctx, user, values, errors, formStatus(err));
+      await renderProfile(ctx, user, values, errors, formStatus(err));
     }
+  });
+
+  // The link mailed to a new address: checked first (an unusable one says so to anyone), then made
+  // only for the account that asked, signed in (a sign-in comes back here).
+  router.get('/change-email', async (ctx) => {
+    if (!(await explainRefusedLink(ctx, () => emailChangeOf(deps.db, ctx.query.token)))) return;
+    const user = requireUser(ctx);
+    try {
+      await confirmEmailChange(deps, user, ctx.query.token, seenFrom(ctx));
+    } catch (err) {
+      if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
+      throw err;
+    }
+    ctx.redirect(`${BASE}/profile?notice=email-changed`);
   });
 
   function renderPassword(ctx: Context, errors: Record<string, string> = {}, status = 200) {
@@ -79,7 +100,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
         deps,
         user,
         { currentPassword: form.current_password ?? '', password: form.password ?? '', confirmation: form.password_confirmation ?? '' },
-        { ip: ctx.ip, currentSessionUid: await deps.sessions.uid(ctx) },
+        { ...seenFrom(ctx), currentSessionUid: await deps.sessions.uid(ctx) },
       );
       ctx.redirect(`${BASE}/password?notice=password-changed`);
     } catch (err) {

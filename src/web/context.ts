@@ -88,3 +88,8 @@ export function returnToQuery(value: unknown): string {
   const target = safeReturnTo(value, '');
   return target ? `?return_to=${encodeURIComponent(target)}` : '';
 }
+
+/** Where a request came from (client address and user agent), as security mails describe it. */
+export function seenFrom(ctx: Context): { ip: string; userAgent: string } {
+  return { ip: ctx.ip, userAgent: ctx.get('user-agent') };
+}

@@ -25,6 +25,7 @@ export const LABELS = {
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
   deleteAccount: { password: 'Your password' },
+  signupConfirm: { username: 'Username', password: 'Password' },
 } as const satisfies Record<string, Record<string, string>>;
 
 export type Labels = Readonly<Record<string, string>>;
@@ -69,7 +70,7 @@ function sentence(message: string): string {
 export function formErrorsOrRetry(ctx: Context, err: unknown, fallbackField: string, labels: Labels): Record<string, string> | undefined {
   if (err instanceof RetryLaterError) {
     ctx.set('Retry-After', String(err.retryAfterS));
-    return { [fallbackField]: err.message };
+    return { [err.field ?? fallbackField]: err.message };
   }
   return formErrors(err, labels);
 }

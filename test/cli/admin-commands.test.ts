@@ -67,11 +67,41 @@ describeEachProfile('idp CLI: site administrators and disabled accounts', functi
     await site.get('/admin/users').expect(200);
   });
 
-  it('user create without --admin prints what it always printed', async () => {
+  it('user create without --admin prints the user, and whether its address is verified', async () => {
     const username = `plain-${unique()}`;
     const created = json(await run(['user', 'create', '--username', username, '--email', `${username}@example.test`, '--password-stdin', '--json'], 'a plain passphrase\n'));
-    expect(created).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt');
+    expect(created).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt', 'emailVerified');
+    expect(created.emailVerified).to.equal(true);
     expect(Boolean((await findUserByUsername(db(), username))!.is_admin)).to.equal(false);
+  });
+
+  it('user create makes an account whose address is verified: the operator vouches for it, so no banner asks for a link never sent', async () => {
+    const username = `vouched-${unique()}`;
+    const password = 'a vouched-for passphrase';
+    const out = await run(['user', 'create', '--username', username, '--email', `${username}@example.test`, '--password-stdin'], `${password}\n`);
+    expect(out.stdout).to.match(new RegExp(`^created user ${username} \\(id \\d+\\)\\n$`));
+    expect((await findUserByUsername(db(), username))!.email_verified_at).to.not.equal(null);
+    const site = await signIn(running.url, { username, password });
+    expect((await site.get('/groups').expect(200)).text).not.to.include('data-testid="verify-banner"');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(smtp.countTo(`${username}@example.test`)).to.equal(0);
+  });
+
+  it('user create --unverified leaves the address unverified and mails the link that verifies it', async () => {
+    const username = `unvouched-${unique()}`;
+    const email = `${username}@example.test`;
+    const password = 'an unvouched passphrase';
+    const created = json(await run(['user', 'create', '--username', username, '--email', email, '--unverified', '--password-stdin', '--json'], `${password}\n`));
+    expect(created.emailVerified).to.equal(false);
+    expect((await findUserByUsername(db(), username))!.email_verified_at).to.equal(null);
+    const mail = await smtp.next(email);
+    expect(mail.subject).to.equal('Verify your e-mail address');
+    const site = await signIn(running.url, { username, password });
+    expect((await site.get('/groups').expect(200)).text).to.include('data-testid="verify-banner"');
+    await site.get(linkIn(mail, running.url)).expect(302, '/verify-email/done');
+    expect((await findUserByUsername(db(), username))!.email_verified_at).to.not.equal(null);
+    const text = await run(['user', 'create', '--username', `${username}-2`, '--email', `2-${email}`, '--unverified', '--password-stdin'], `${password}\n`);
+    expect(text.stdout).to.match(/; a link to verify the address went to /);
   });
 
   it('user set-admin grants and (with --off) takes back the Admin area, saying when nothing changed', async () => {

@@ -40,8 +40,8 @@ describeEachProfile('idp CLI', (profile) => {
     const user = json(
       await idp(t.url, ['user', 'create', '--username', username, '--email', `${username}@example.test`, '--name', 'Cli User', '--password-stdin', '--json'], `${password}\r\n`),
     );
-    expect(user).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt');
-    expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User' });
+    expect(user).to.have.all.keys('id', 'username', 'email', 'name', 'createdAt', 'emailVerified');
+    expect(user).to.include({ username, email: `${username}@example.test`, name: 'Cli User', emailVerified: true });
     expect(user.id).to.be.a('number');
     expect(user.createdAt).to.match(ISO_TIME);
     const row = (await findUserByUsername(t.db, username))!;

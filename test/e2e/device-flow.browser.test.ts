@@ -3,7 +3,8 @@ import * as client from 'openid-client';
 import type { Page } from 'playwright-core';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { makeApp, makeGroup, makeUser, PASSWORD, type TestUser } from '../helpers/factories.js';
-import { signInThroughPage, useChromium } from './support.js';
+import { useMailServer } from '../helpers/smtp.js';
+import { finishSignUpFromMail, signInThroughPage, useChromium } from './support.js';
 
 /** openid-client over plain http: the test server is on loopback. */
 const insecure = { execute: [client.allowInsecureRequests] };
@@ -19,7 +20,8 @@ const PHONE = { width: 390, height: 844 };
  */
 describeEachProfile('The device flow in a real browser', function (profile) {
   this.timeout(90_000);
-  const idp = useIdp(profile, { DEVICE_POLL_INTERVAL_S: '1' });
+  const smtp = useMailServer();
+  const idp = useIdp(profile, () => ({ DEVICE_POLL_INTERVAL_S: '1', SMTP_URL: smtp.url }));
   const browser = useChromium();
   let config: client.Configuration;
 
@@ -168,6 +170,7 @@ describeEachProfile('The device flow in a real browser', function (profile) {
     await page.getByLabel('Email').fill(`${username}@example.test`);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign up' }).click();
+    await finishSignUpFromMail(page, smtp, idp.url, `${username}@example.test`, PASSWORD);
     await page.getByRole('button', { name: 'Authorize' }).waitFor();
     await authorize(page);
     const created = await idp.db('users').where({ username }).first('id');

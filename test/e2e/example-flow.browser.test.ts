@@ -4,7 +4,8 @@ import type { Browser, Page, Response as PageResponse } from 'playwright-core';
 import { createExampleApp } from '../../examples/third-party-server/server.js';
 import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
 import { makeUser } from '../helpers/factories.js';
-import { CHROMIUM, launchChromium } from './support.js';
+import { useMailServer } from '../helpers/smtp.js';
+import { CHROMIUM, finishSignUpFromMail, launchChromium } from './support.js';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -23,7 +24,8 @@ async function firstOfChain(response: PageResponse): Promise<PageResponse> {
  */
 describeEachProfile('a browser through the example third-party server', function (profile) {
   this.timeout(90_000);
-  const idp = useIdp(profile);
+  const smtp = useMailServer();
+  const idp = useIdp(profile, () => ({ SMTP_URL: smtp.url }));
   let browser: Browser;
   let example: Awaited<ReturnType<typeof listen>>;
 
@@ -54,6 +56,7 @@ describeEachProfile('a browser through the example third-party server', function
     await page.getByLabel('Name', { exact: true }).fill('Ada Lovelace');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign up' }).click();
+    await finishSignUpFromMail(page, smtp, idp.url, 'ada@example.test', PASSWORD);
     await page.getByRole('link', { name: 'New group' }).click();
     await page.getByLabel('Name', { exact: true }).fill('Analytical Engines <&>');
     await page.getByLabel('Path').fill('engines');

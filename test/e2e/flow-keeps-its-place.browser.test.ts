@@ -3,17 +3,20 @@ import type { Browser } from 'playwright-core';
 import { describeEachProfile, listen, useIdp } from '../helpers/app.js';
 import { makeClient, makeUser, PASSWORD, type Client } from '../helpers/factories.js';
 import { authorizeUrl } from '../helpers/oauth.js';
-import { launchChromium } from './support.js';
+import { useMailServer } from '../helpers/smtp.js';
+import { finishSignUpFromMail, launchChromium } from './support.js';
 
 /**
  * A person who arrives from an application and has no account yet: the flow's sign-in page names
- * the application, "Create an account" keeps the flow, and after sign-up the consent page (which
+ * the application, "Create an account" keeps the flow, and after sign-up (finished by the mailed
+ * link) the consent page (which
  * says where they will be sent) leads to the application's callback. "Not you?" signs out and
  * asks the same request again.
  */
 describeEachProfile('The authorization flow in a real browser keeps its place', function (profile) {
   this.timeout(60_000);
-  const idp = useIdp(profile);
+  const smtp = useMailServer();
+  const idp = useIdp(profile, () => ({ SMTP_URL: smtp.url }));
   let chromium: Browser;
   let callbackServer: Awaited<ReturnType<typeof listen>>;
   let client: Client;
@@ -46,6 +49,7 @@ describeEachProfile('The authorization flow in a real browser keeps its place', 
       await page.getByLabel('Email').fill(`${username}@example.test`);
       await page.getByLabel('Password').fill(PASSWORD);
       await page.getByRole('button', { name: 'Sign up' }).click();
+      await finishSignUpFromMail(page, smtp, idp.url, `${username}@example.test`, PASSWORD);
 
       await page.waitForURL(/\/interaction\//);
       expect(await page.getByTestId('app-name').textContent()).to.equal('Nightly Builds');

@@ -1,4 +1,5 @@
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { linkIn, type MailServer } from '../helpers/smtp.js';
 
 /**
  * What the browser tests (and docs/screenshots/take.ts) share: the system's Chromium driven by
@@ -11,6 +12,18 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/**
+ * After the sign-up form was sent on `page`: waits for its "Check your inbox", opens the link
+ * mailed to `email` in the same page and enters the password chosen, as a person finishes a
+ * sign-up; ends on the page that leads to (the flow's next step, or /groups).
+ */
+export async function finishSignUpFromMail(page: Page, smtp: MailServer, base: string, email: string, password: string): Promise<void> {
+  await page.getByRole('heading', { name: 'Check your inbox' }).waitFor();
+  await page.goto(linkIn(await smtp.next(email), base).toString());
+  await page.getByLabel('Password').fill(password);
+  await Promise.all([page.waitForURL((url) => url.pathname !== '/signup/confirm'), page.getByRole('button', { name: 'Create account' }).click()]);
 }
 
 /** Signs in on /login by the form's visible labels; ends on the page the sign-in leads to (/groups). */

@@ -222,6 +222,15 @@ const PAGE_ROUTES: Route[] = [
   page('POST', '/interaction/{uid}/login', ['login', 'password']),
   page('POST', '/interaction/{uid}/confirm', []),
   page('POST', '/interaction/{uid}/abort', []),
+  page('GET', '/signup/sent', [], ['return_to']),
+  page('GET', '/signup/confirm', [], ['token', 'return_to']),
+  page('POST', '/signup/confirm', ['token', 'username', 'password', 'return_to']),
+  page('GET', '/change-email', [], ['token']),
+  page('GET', '/account/settings/profile', [], ['notice']),
+  page('POST', '/account/settings/profile', ['name', 'email', 'current_password']),
+  page('GET', '/reset-password/done', [], ['return_to', 'notice']),
+  page('POST', '/reset-password/done/remove', ['item', 'id', 'return_to']),
+  page('POST', '/reset-password/done/remove-all', ['return_to']),
 ];
 
 interface Case {

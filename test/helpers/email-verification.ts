@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { markEmailUnverified, markEmailVerified } from '../../src/db/users.js';
+import { markEmailVerified } from '../../src/db/users.js';
 import { changing } from '../../src/services/change-versions.js';
 import { now } from '../../src/time.js';
 
@@ -11,6 +11,7 @@ import { now } from '../../src/time.js';
 export async function setEmailVerified(db: Knex, user: { id: number; email: string }, verified: boolean): Promise<void> {
   await changing(db, [`user:${user.id}`], async () => {
     if (verified) await markEmailVerified(db, user.id, user.email, now());
-    else await markEmailUnverified(db, user.id);
+    // No page makes a verified address unverified any more (a new one is used once proven): the row is written.
+    else await db('users').where({ id: user.id }).update({ email_verified_at: null });
   });
 }

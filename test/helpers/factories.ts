@@ -14,9 +14,14 @@ export const CALLBACK = 'http://127.0.0.1:9999/callback';
 
 export type TestUser = Awaited<ReturnType<typeof makeUser>>;
 
-export async function makeUser(db: Knex, overrides: { username?: string; email?: string; name?: string; password?: string } = {}) {
-  const { username = `user-${unique()}`, password = PASSWORD } = overrides;
-  const user = await createUser(db, { username, email: overrides.email ?? `${username}@example.test`, name: overrides.name ?? 'Test User', password });
+/**
+ * A user as an operator makes one (`idp user create`): its address verified, unless `verified:
+ * false` makes one whose address was never proven (an account from before addresses had to be,
+ * or made with `--unverified`).
+ */
+export async function makeUser(db: Knex, overrides: { username?: string; email?: string; name?: string; password?: string; verified?: boolean } = {}) {
+  const { username = `user-${unique()}`, password = PASSWORD, verified = true } = overrides;
+  const user = await createUser(db, { username, email: overrides.email ?? `${username}@example.test`, name: overrides.name ?? 'Test User', password }, { emailVerified: verified });
   return { ...user, password };
 }
 

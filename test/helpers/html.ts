@@ -87,11 +87,12 @@ export function parseForms(html: string, contains: string): ParsedForm[] {
       if (!name) continue;
       const id = attribute(tag, 'id');
       const type = element === 'input' ? (attribute(tag, 'type') ?? 'text') : element;
-      const selected = element === 'select' ? /<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] : undefined;
+      // A select sends its selected option, else its first; a checkbox without a value sends "on".
+      const selected = element === 'select' ? (/<option\b[^>]*value="([^"]*)"[^>]*\sselected/.exec(inner ?? '')?.[1] ?? /<option\b[^>]*value="([^"]*)"/.exec(inner ?? '')?.[1]) : undefined;
       controls.push({
         name,
         type,
-        value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? ''),
+        value: element === 'textarea' ? unescapeHtml(inner ?? '') : selected !== undefined ? unescapeHtml(selected) : (attribute(tag, 'value') ?? (type === 'checkbox' ? 'on' : '')),
         label: id ? labels.get(id) : undefined,
         checked: /\schecked\b/.test(tag),
       });
@@ -104,6 +105,35 @@ export function parseForms(html: string, contains: string): ParsedForm[] {
 /** The first form of the page that posts to an action containing `contains`. */
 export function parseForm(html: string, contains: string): ParsedForm {
   const form = parseForms(html, contains)[0];
+  if (!form) throw new Error(`no form posting to *${contains}* on the page`);
+  return form;
+}
+
+/** A form of a page as a browser would submit it untouched: where it posts and its named fields with their values. */
+export interface PageForm {
+  action: string;
+  fields: Record<string, string>;
+}
+
+/**
+ * Every form of the page posting to an action containing `contains`, with what it would send as
+ * the page wrote it: a hidden field's value, a text field's shown value, a checked box's value, a
+ * select's chosen option; a password field is empty.
+ */
+export function formsOf(html: string, contains: string): PageForm[] {
+  return parseForms(html, contains).map(({ action, controls }) => {
+    const fields: Record<string, string> = {};
+    for (const control of controls) {
+      if ((control.type === 'checkbox' || control.type === 'radio') && !control.checked) continue;
+      fields[control.name] ??= control.type === 'password' ? '' : control.value;
+    }
+    return { action, fields };
+  });
+}
+
+/** The (first) form posting to an action containing `contains`; an error when the page has none. */
+export function formOf(html: string, contains: string): PageForm {
+  const [form] = formsOf(html, contains);
   if (!form) throw new Error(`no form posting to *${contains}* on the page`);
   return form;
 }
@@ -142,12 +172,19 @@ export function fillForm(html: string, contains: string, byLabel: Record<string,
  * each named field set as `values` says. A value for a field the form does not have throws, so a
  * test cannot post a field the page no longer offers.
  */
-export function filledForm(html: string, contains: string, values: Record<string, string> = {}): { action: string; fields: Record<string, string> } {
-  const form = parseForm(html, contains);
-  const fields = Object.fromEntries(form.controls.map((c) => [c.name, c.value]));
-  for (const [name, value] of Object.entries(values)) {
-    if (!(name in fields)) throw new Error(`the form posting to ${form.action} has no field "${name}" (it has ${Object.keys(fields).join(', ')})`);
-    fields[name] = value;
+export function filledForm(html: string, contains: string, values: Record<string, string> = {}): PageForm {
+  const form = formOf(html, contains);
+  return { action: form.action, fields: filled(form, values) };
+}
+
+/**
+ * The form's fields with `typed` entered: as a person fills in a form, only fields the form has.
+ * Typing into a field the form does not have is an error, so a test cannot post what the route
+ * happens to read.
+ */
+export function filled(form: PageForm, typed: Record<string, string> = {}): Record<string, string> {
+  for (const name of Object.keys(typed)) {
+    if (!(name in form.fields)) throw new Error(`the form posting to ${form.action} has no field "${name}" (it has ${Object.keys(form.fields).join(', ')})`);
   }
-  return { action: form.action, fields };
+  return { ...form.fields, ...typed };
 }

@@ -25,7 +25,7 @@ export async function startMailServer() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const sentTo = (address: string) => (mail: ParsedMail) =>
     [mail.to ?? []].flat().some((to) => to.value.some((v) => v.address?.toLowerCase() === address.toLowerCase()));
-  const untaken = (address: string) => received.find((mail) => !taken.has(mail) && sentTo(address)(mail));
+  const untaken = (address: string, subject?: string) => received.find((mail) => !taken.has(mail) && sentTo(address)(mail) && (subject === undefined || mail.subject === subject));
   return {
     /** smtp://127.0.0.1:<port>, for SMTP_URL. */
     url: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
@@ -35,6 +35,13 @@ export async function startMailServer() {
     async next(address: string, timeoutMs = 10_000): Promise<ParsedMail> {
       await waitFor(async () => untaken(address) !== undefined, () => `no mail to ${address} within ${timeoutMs} ms`, timeoutMs);
       const mail = untaken(address)!;
+      taken.add(mail);
+      return mail;
+    },
+    /** The next message to `address` with `subject` not yet taken, waiting for it if need be (others stay untaken). */
+    async nextWith(address: string, subject: string, timeoutMs = 10_000): Promise<ParsedMail> {
+      await waitFor(async () => untaken(address, subject) !== undefined, () => `no mail "${subject}" to ${address} within ${timeoutMs} ms`, timeoutMs);
+      const mail = untaken(address, subject)!;
       taken.add(mail);
       return mail;
     },

@@ -43,16 +43,21 @@ describe('loadConfig', () => {
         credentialReportsIp: { points: 60, durationS: 3600 },
         deviceCodeBrowser: { points: 10, durationS: 900 },
         deviceCodeIp: { points: 10, durationS: 900 },
+        verifyAddress: { points: 5, durationS: 3600 },
       },
       kdf: { concurrency: Math.max(1, Math.floor(availableParallelism() / 2)), queue: 32 },
       mail: { smtpUrl: undefined, from: 'Horizon ID <no-reply@localhost>', dir: './data/mail' },
-      requireVerifiedEmail: false,
+      requireVerifiedEmail: true,
       metrics: undefined,
       shutdownTimeoutS: 10,
       shutdownDelayS: 0,
       keyActivationDelayS: 3600,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
     });
+  });
+
+  it('lets REQUIRE_VERIFIED_EMAIL=false turn the verified-address requirement off', () => {
+    expect(loadConfig({ REQUIRE_VERIFIED_EMAIL: 'false' }).requireVerifiedEmail).to.equal(false);
   });
 
   it('reads a rate limit as count/window, and off as no limit', () => {

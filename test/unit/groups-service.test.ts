@@ -102,7 +102,7 @@ describeEachProfile('group and user services', (profile) => {
         ['password', { username: 'valid-4', email: 'v4@example.test', password: 'short' }],
       ];
       for (const [field, input] of cases) {
-        const err = await rejection(createUser(t.db, input));
+        const err = await rejection(createUser(t.db, input, { emailVerified: true }));
         expect(err, field).to.be.instanceOf(ValidationError).and.include({ field });
         expect(err.message, field).to.include(field);
       }

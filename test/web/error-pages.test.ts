@@ -33,7 +33,8 @@ describeEachProfile('Pages: error pages', function (profile) {
   let browser: Browser;
 
   before(async () => {
-    user = await makeUser(idp.db);
+    // Unverified, so that Resend the link has something to send.
+    user = await makeUser(idp.db, { verified: false });
     browser = await signIn(idp.url, user);
   });
 

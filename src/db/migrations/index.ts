@@ -13,6 +13,7 @@ import * as deviceFlowAndPar from './0013_device_flow_and_par.js';
 import * as dpopProofs from './0014_dpop_proofs.js';
 import * as pendingSignIns from './0015_pending_sign_ins.js';
 import * as signingKeyActivation from './0016_signing_key_activation.js';
+import * as accountRecovery from './0017_account_recovery.js';
 import * as reauthentication from './0018_reauthentication.js';
 
 interface Migration {
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '0014_dpop_proofs': dpopProofs,
   '0015_pending_sign_ins': pendingSignIns,
   '0016_signing_key_activation': signingKeyActivation,
+  '0017_account_recovery': accountRecovery,
   '0018_reauthentication': reauthentication,
 };
 
