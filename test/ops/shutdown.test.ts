@@ -292,10 +292,10 @@ describe('Graceful shutdown', function () {
       expect(readyz.status, readyz.body).to.equal(503);
       expect(JSON.parse(readyz.body)).to.deep.equal({ status: 'draining' });
       for (const answer of lateAnswers) expect(answer.connection, 'a request that arrives during the delay is answered, then its connection closes').to.equal('close');
-      // The first sign-ins may have been answered before the process handled the signal; the later ones close their connections.
-      const afterSignal = answers.filter((answer) => answer.at - signalled > 1000);
-      expect(afterSignal.length, `answered a second or more after the signal: ${afterSignal.length}`).to.be.greaterThan(25);
-      for (const answer of afterSignal) expect(answer.connection).to.equal('close');
+      // Most were still hashing (one at a time) when the signal came: a test that raced nothing would fail here.
+      expect(answers.filter((answer) => answer.at > signalled).length, 'sign-ins answered after the signal').to.be.at.least(10);
+      // The first may have been answered before the process handled the signal; the later ones close their connections.
+      for (const answer of answers.filter((a) => a.at - signalled > 1000)) expect(answer.connection).to.equal('close');
 
       expect(code, idp.output()).to.equal(0);
       expect(idp.logs().find((line) => String(line.msg).startsWith('stopping:')), idp.output()).to.include({ delayS: 4, signal: 'SIGTERM' });

@@ -18,7 +18,7 @@ describeEachProfile('Adding a way in needs a verified address (REQUIRE_VERIFIED_
   let browser: Browser;
 
   beforeEach(async () => {
-    user = await makeUser(idp.db);
+    user = await makeUser(idp.db, { verified: false });
     expect((await idp.db('users').where({ id: user.id }).first('email_verified_at')).email_verified_at).to.equal(null);
     browser = await signIn(idp.url, user);
   });
