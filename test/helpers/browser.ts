@@ -24,7 +24,7 @@ export class Browser {
     private readonly options: { also?: string[]; from?: string } = {},
   ) {}
 
-  request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {}): Pending {
+  request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Pending {
     const target = new URL(url, this.base);
     const cookie = this.cookieHeader(target);
     const answer = new Promise<Page>((resolve, reject) => {
