@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { setSiteAdmin } from '../../src/services/admin.js';
@@ -288,6 +289,11 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
   const server = useIdp(profile, () => ({ ...LIMITS_OFF, SMTP_URL: smtp.url, MAIL_FROM: 'Horizon ID <id@example.test>' }));
   let world: World;
   const failures: string[] = [];
+  // Idle connections are dropped by the client well before the server's keep-alive timeout (5 s),
+  // so that no case goes out on a connection the server is closing at that moment.
+  const agent = new Agent({ keepAlive: true, timeout: 2000 });
+  const newBrowser = () => new Browser(server.url, { agent });
+  after(() => agent.destroy());
   const stats: Record<string, Record<number, number>> = {};
   let worlds = 0;
 
@@ -377,7 +383,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     browser: async () => {
       let browser = world.browsers.get(name);
       if (!browser) {
-        browser = await signIn(server.url, world[name]);
+        browser = await signIn(newBrowser(), world[name]);
         world.browsers.set(name, browser);
       }
       return browser;
@@ -389,7 +395,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     seeds: async () => {
       // A real password-reset link, so that its form is reached too.
       const mailed = await makeUser(server.db);
-      const browser = new Browser(server.url);
+      const browser = newBrowser();
       await browser.get('/forgot-password').expect(200);
       await browser.submit('/forgot-password', { email: mailed.email }).expect(302);
       const reset = linkIn(await smtp.next(mailed.email), server.url);
@@ -406,7 +412,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     browser: async () => {
       let browser = world.browsers.get('visitor');
       if (!browser) {
-        browser = new Browser(server.url);
+        browser = newBrowser();
         world.browsers.set('visitor', browser);
       }
       return browser;
@@ -968,7 +974,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       const res = await fetch(`${server.url}/login/oauth/userinfo`, { headers: { authorization: `Bearer ${cached.accessToken}` } });
       if (res.status === 200) return cached;
     }
-    const browser = cached?.browser ?? new Browser(server.url);
+    const browser = cached?.browser ?? newBrowser();
     const callback = await authorize(browser, { clientId: world.app.clientId, redirectUri: CALLBACK, scope: 'openid profile email groups:read-write' }, world.member);
     const res = await tokenRequest(server.url, { form: { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: CALLBACK, client_id: world.app.clientId, client_secret: world.app.clientSecret } });
     expect(res.status, res.text).to.equal(200);
@@ -1167,7 +1173,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       if (ONLY && !name.includes(ONLY)) continue;
       if (!(await apiWorldWorks())) world = await buildWorld();
       const tokens = { owner: world.ownerToken, admin: world.adminToken, oauth: (await oauthTokens()).accessToken };
-      const browser = new Browser(server.url);
+      const browser = newBrowser();
       const started = Date.now();
       await fuzz(name, apiCase(op, schemas), (c) => sendChecked(name, 'api', browser, apiRequest(op, c, tokens)).then(() => undefined));
       timing(name, started);
@@ -1195,7 +1201,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
         await fuzz(name, oauthCase(endpoint.params, endpoint.bases.length), async (c) => {
           const parameters = oauthParameters(endpoint.bases, c);
           if (parameters.some((pair) => pair.some((v) => v instanceof Known && v.name === 'code'))) world.known.code = await freshCode(tokens.browser);
-          const browser = endpoint.auth === 'browser' && c.signedIn ? tokens.browser : new Browser(server.url);
+          const browser = endpoint.auth === 'browser' && c.signedIn ? tokens.browser : newBrowser();
           keepTokens(await sendChecked(name, 'oauth', browser, oauthRequest(url, method, endpoint.auth, c, parameters, world.known.accessToken ?? tokens.accessToken)));
         });
         timing(name, started);

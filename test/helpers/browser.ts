@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { request, type Agent } from 'node:http';
 import { expect } from 'chai';
 import { findCsrf } from './html.js';
 
@@ -11,8 +11,9 @@ export type Pending = Promise<Page> & { expect(status: number, location?: string
 /**
  * The person's browser, without a screen: a cookie jar per site, redirects followed only when
  * asked, and forms posted with the CSRF token of the last page that carried one. Relative URLs
- * are on `base` (the identity provider); `also` names more sites whose redirects it follows, and
- * `from` the loopback address it sends from (each address is another client to the server).
+ * are on `base` (the identity provider); `also` names more sites whose redirects it follows,
+ * `from` the loopback address it sends from (each address is another client to the server), and
+ * `agent` the connections it keeps (Node's global agent unless given).
  */
 export class Browser {
   /** The CSRF token of the last page read that carried one. */
@@ -21,14 +22,14 @@ export class Browser {
 
   constructor(
     readonly base: string,
-    private readonly options: { also?: string[]; from?: string } = {},
+    private readonly options: { also?: string[]; from?: string; agent?: Agent } = {},
   ) {}
 
   request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Pending {
     const target = new URL(url, this.base);
     const cookie = this.cookieHeader(target);
     const answer = new Promise<Page>((resolve, reject) => {
-      const req = request(target, { method, headers: { ...(cookie ? { cookie } : {}), ...headers }, localAddress: this.options.from }, (res) => {
+      const req = request(target, { method, headers: { ...(cookie ? { cookie } : {}), ...headers }, localAddress: this.options.from, agent: this.options.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk)).on('error', reject);
         res.on('end', () => {
