@@ -134,6 +134,13 @@ const otherMethod = fc.oneof({ weight: 20, arbitrary: fc.constant(null) }, { wei
 /** What the client accepts: mostly unsaid, as in the tests' browser, now and then JSON, HTML or anything. */
 const accept = fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('application/json', 'text/html', '*/*', 'text/plain', 'application/json, text/html;q=0.1', 'image/png') });
 
+/** Now and then one of the browser's cookies changed: dropped, its last character changed (a broken signature), given twice, or replaced. */
+type CookieCase = { index: number; change: 'drop' | 'flip' | 'twice' | 'value'; value: string; raw: boolean } | null;
+const cookieCase: fc.Arbitrary<CookieCase> = fc.oneof(
+  { weight: 9, arbitrary: fc.constant(null) },
+  { weight: 1, arbitrary: fc.record({ index: fc.nat(20), change: fc.constantFrom('drop' as const, 'flip' as const, 'twice' as const, 'value' as const), value: nasty, raw: fc.boolean() }) },
+);
+
 /** Percent-encodes every byte but the unreserved ones; a lone surrogate becomes U+FFFD's bytes, as in any UTF-8 encoder. */
 function pct(value: string): string {
   let out = '';
@@ -517,6 +524,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     /** Now and then another method than the form's, and what the client says it accepts. */
     method: string | null;
     accept: string | null;
+    cookie: CookieCase;
   }
 
   function formCase(form: PageForm, names: string[]): fc.Arbitrary<FormCase> {
@@ -544,6 +552,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       how: fc.array(encoding, { minLength: 1, maxLength: 3 }),
       method: otherMethod,
       accept,
+      cookie: cookieCase,
     }) as fc.Arbitrary<FormCase>;
   }
 
@@ -612,8 +621,25 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       body = encodeForm(pairs, c.how);
     }
     if (c.accept) headers.accept = c.accept;
+    const cookie = changedCookies(browser, url, c.cookie);
+    if (cookie !== undefined) headers.cookie = cookie;
     const method = c.method ?? form.method;
     return { method, url, headers, body: method === 'GET' || method === 'HEAD' ? undefined : body };
+  }
+
+  /** The Cookie header with one of the browser's cookies changed as the case says, or undefined to send the browser's own. */
+  function changedCookies(browser: Browser, url: URL, c: CookieCase): string | undefined {
+    const jar = [...browser.cookies(url)];
+    if (!c || !jar.length) return undefined;
+    const [name, value] = jar[c.index % jar.length]!;
+    const replacement = c.raw ? c.value.replace(/[^\x21-\x7e]|[;,]/g, '') : pct(c.value);
+    const changed: Record<typeof c.change, Array<[string, string]>> = {
+      drop: [],
+      flip: [[name, `${value.slice(0, -1)}${value.endsWith('A') ? 'B' : 'A'}`]],
+      twice: [[name, replacement], [name, value]],
+      value: [[name, replacement]],
+    };
+    return jar.flatMap(([n, v]) => (n === name ? changed[c.change] : [[n, v] as [string, string]])).map(([n, v]) => `${n}=${v}`).join('; ');
   }
 
   // ---- running targets -------------------------------------------------------------------------
@@ -649,8 +675,11 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     let page: Page;
     // Said outright: Node's client sends a GET's or DELETE's body with neither a length nor chunks.
     if (request.body) request.headers['content-length'] = String(request.body.length);
+    // A case with cookies of its own (changed ones) is another browser: what its answer sets (a
+    // session cleared) stays out of the actor's, so the next cases are still the actor's.
+    const via = request.headers.cookie === undefined ? browser : newBrowser();
     try {
-      page = await browser.request(request.url, { method: request.method, headers: request.headers, body: request.body });
+      page = await via.request(request.url, { method: request.method, headers: request.headers, body: request.body });
     } catch (err) {
       throw new Error(`no answer: ${(err as Error).message}\n${describeRequest(request.method, request.url, request.headers, request.body)}`, { cause: err });
     }
@@ -679,7 +708,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       pages += 1;
       const browser = await actor.browser();
       const started = Date.now();
-      await fuzz(name, pageCase(target), (c) => sendChecked(name, 'page', browser, pageRequest(target, c)).then(() => undefined), Math.ceil(RUNS / 2));
+      await fuzz(name, pageCase(target), (c) => sendChecked(name, 'page', browser, pageRequest(target, c, browser)).then(() => undefined), Math.ceil(RUNS / 2));
       timing(name, started);
     }
     // Forms on fewer pages first: the header's (Sign out) end the session the others need.
@@ -760,6 +789,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     query: Array<[Value, Value]>;
     segment: { index: number; value: Value } | null;
     how: Encoding[];
+    cookie: CookieCase;
   }
 
   function pageCase(target: PageTarget): fc.Arbitrary<PageCase> {
@@ -770,10 +800,11 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       query: fc.array(fc.tuple(queryName, value), { maxLength: 4 }),
       segment: fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.record({ index: fc.integer({ min: 1, max: Math.max(1, target.url.pathname.split('/').length - 1) }), value }) }),
       how: fc.array(encoding, { minLength: 1, maxLength: 3 }),
+      cookie: cookieCase,
     });
   }
 
-  function pageRequest(target: PageTarget, c: PageCase) {
+  function pageRequest(target: PageTarget, c: PageCase, browser: Browser) {
     const url = new URL(target.url);
     if (c.segment) {
       const parts = url.pathname.split('/');
@@ -782,7 +813,9 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     }
     const pairs = c.query.map(([k, v]) => [resolve(k), resolve(v)] as [string, string]);
     url.search = pairs.length ? encodeForm(pairs, c.how).toString('latin1') : url.search;
-    return { method: 'GET', url, headers: {}, body: undefined };
+    const cookie = changedCookies(browser, url, c.cookie);
+    const headers: Record<string, string> = cookie === undefined ? {} : { cookie };
+    return { method: 'GET', url, headers, body: undefined };
   }
 
   // ---- the API, from its OpenAPI document -----------------------------------------------------
