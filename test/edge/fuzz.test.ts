@@ -1008,8 +1008,16 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       const res = await fetch(`${server.url}/login/oauth/userinfo`, { headers: { authorization: `Bearer ${cached.accessToken}` } });
       if (res.status === 200) return cached;
     }
-    const browser = cached?.browser ?? newBrowser();
-    const callback = await authorize(browser, { clientId: world.app.clientId, redirectUri: CALLBACK, scope: 'openid profile email groups:read-write' }, world.member);
+    let browser = cached?.browser ?? newBrowser();
+    let callback: URL;
+    try {
+      callback = await authorize(browser, { clientId: world.app.clientId, redirectUri: CALLBACK, scope: 'openid profile email groups:read-write' }, world.member);
+    } catch {
+      // A case changed what the flow needs (the application's callback URL, its type): a new world.
+      world = await buildWorld();
+      browser = newBrowser();
+      callback = await authorize(browser, { clientId: world.app.clientId, redirectUri: CALLBACK, scope: 'openid profile email groups:read-write' }, world.member);
+    }
     const res = await tokenRequest(server.url, { form: { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: CALLBACK, client_id: world.app.clientId, client_secret: world.app.clientSecret } });
     expect(res.status, res.text).to.equal(200);
     const tokens = { accessToken: String(res.body.access_token), refreshToken: String(res.body.refresh_token), idToken: String(res.body.id_token), browser };
@@ -1068,11 +1076,10 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
   /**
    * What each endpoint discovery may name takes, how its client shows who it is, and requests
    * it would grant (`bases`), which a case may start from and then change, so that cases also
-   * reach what lies past the first check. The authorization and end-session endpoints take GET
-   * only (the library's `enableHttpPostMethods` is off).
+   * reach what lies past the first check.
    */
   const OAUTH_ENDPOINTS: Record<string, { methods: string[]; params: string[]; auth: 'client' | 'bearer' | 'browser' | 'none'; bases: Array<Array<[string, Value]>> }> = {
-    authorization_endpoint: { methods: ['GET'], params: AUTHORIZATION_PARAMETERS, auth: 'browser', bases: [AUTHORIZATION_REQUEST] },
+    authorization_endpoint: { methods: ['GET', 'POST'], params: AUTHORIZATION_PARAMETERS, auth: 'browser', bases: [AUTHORIZATION_REQUEST] },
     pushed_authorization_request_endpoint: { methods: ['POST'], params: [...AUTHORIZATION_PARAMETERS, ...CLIENT_PARAMETERS], auth: 'client', bases: [AUTHORIZATION_REQUEST] },
     token_endpoint: {
       methods: ['POST'],
@@ -1089,7 +1096,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     revocation_endpoint: { methods: ['POST'], params: ['token', 'token_type_hint', ...CLIENT_PARAMETERS], auth: 'client', bases: [[['token', k('accessToken')]], [['token', k('refreshToken')], ['token_type_hint', 'refresh_token']]] },
     introspection_endpoint: { methods: ['POST'], params: ['token', 'token_type_hint', ...CLIENT_PARAMETERS], auth: 'client', bases: [[['token', k('accessToken')]], [['token', k('refreshToken')], ['token_type_hint', 'refresh_token']]] },
     userinfo_endpoint: { methods: ['GET', 'POST'], params: ['access_token', 'claims', 'scope'], auth: 'bearer', bases: [[]] },
-    end_session_endpoint: { methods: ['GET'], params: ['id_token_hint', 'post_logout_redirect_uri', 'state', 'client_id', 'ui_locales', 'logout_hint'], auth: 'browser', bases: [[['client_id', k('clientId')], ['id_token_hint', k('idToken')], ['state', 's']]] },
+    end_session_endpoint: { methods: ['GET', 'POST'], params: ['id_token_hint', 'post_logout_redirect_uri', 'state', 'client_id', 'ui_locales', 'logout_hint'], auth: 'browser', bases: [[['client_id', k('clientId')], ['id_token_hint', k('idToken')], ['state', 's']]] },
     jwks_uri: { methods: ['GET'], params: [], auth: 'none', bases: [[]] },
   };
 
@@ -1206,7 +1213,8 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       const name = `API: ${op.method} ${op.path}`;
       if (ONLY && !name.includes(ONLY)) continue;
       if (!(await apiWorldWorks())) world = await buildWorld();
-      const tokens = { owner: world.ownerToken, admin: world.adminToken, oauth: (await oauthTokens()).accessToken };
+      const oauth = (await oauthTokens()).accessToken;
+      const tokens = { owner: world.ownerToken, admin: world.adminToken, oauth };
       const browser = newBrowser();
       const started = Date.now();
       await fuzz(name, apiCase(op, schemas), (c) => sendChecked(name, 'api', browser, apiRequest(op, c, tokens)).then(() => undefined), RUNS * 3);
