@@ -34,7 +34,7 @@ import { linkIn, useMailServer } from '../helpers/smtp.js';
  * and FUZZ_STATS=1 prints what was found, the statuses answered and the time spent.
  */
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 const ONLY = process.env.FUZZ_ONLY;
 const STATS = Boolean(process.env.FUZZ_STATS);
