@@ -25,14 +25,20 @@ export function pageOf(item: z.ZodType) {
   });
 }
 
-/** Writes the `{data: {total, items}, pageNumber, pageSize}` envelope and the RFC 8288 Link header. */
-export function sendPage<T>(ctx: Context, base: string, page: Page, result: { total: number; items: T[] }): void {
+/**
+ * Writes the `{data: {total, items}, pageNumber, pageSize}` envelope and the RFC 8288 Link header.
+ * `filters` are the list's own query parameters, as the route read them, kept in every link;
+ * nothing else of the query string is: a parameter the list does not read changes nothing, and
+ * copied four times into a header it would let a long query string swell the answer's head past
+ * what clients and proxies read (16 KiB in Node's client, 4–8 KiB in nginx's default buffers).
+ */
+export function sendPage<T>(ctx: Context, base: string, page: Page, result: { total: number; items: T[] }, filters: Record<string, string | undefined> = {}): void {
   const last = Math.max(1, Math.ceil(result.total / page.pageSize));
   // One URL and one parameter list for all the links (this runs on every list call).
   const target = new URL(ctx.path, base).href;
   const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(ctx.query)) {
-    if (typeof value === 'string' && key !== 'pageNumber' && key !== 'pageSize') params.set(key, value);
+  for (const [key, value] of Object.entries(filters)) {
+    if (value !== undefined) params.set(key, value);
   }
   const link = (n: number, rel: string) => {
     params.set('pageNumber', String(n));

@@ -17,6 +17,7 @@ import {
 } from './compat.js';
 import { providerConfiguration, ROUTES } from './configuration.js';
 import { deviceAuthorizationResponse, deviceCodeEntryLimit, devicePollInterval } from './device-flow.js';
+import { errorsWithDescriptions } from './error-descriptions.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import { keystoreSet, type ProviderKeys } from './keys.js';
@@ -59,6 +60,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   const renderErrorPage = (ctx: Context, status: number, title: string, message: string) =>
     deps.renderPage(ctx as KoaContextWithOIDC, 'error', { title, message, status }, status);
   provider.use(providerFaults(renderErrorPage, onError));
+  provider.use(errorsWithDescriptions);
   provider.use(tokenRequestWithoutBody(ROUTES.token));
   provider.use(providerFormBodies());
   provider.use(tokenParametersInQuery(ROUTES.token));

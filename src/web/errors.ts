@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { AppError, RetryLaterError } from '../errors.js';
 import { signedInUserById } from '../services/users.js';
 import { isStorageOutage, isValueError, OUTAGE_RETRY_AFTER_S, VALUE_ERROR_MESSAGE } from '../storage.js';
-import type { WebDeps } from './context.js';
+import { returnToQuery, type WebDeps } from './context.js';
 import { render as renderView } from './render.js';
 
 /** What reading the signed-in user needs; without it (a bare handler in a test) the header stays signed out. */
@@ -25,9 +25,11 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void, deps: S
     } catch (err) {
       if (err instanceof AppError) {
         if (err.status === 401) {
-          // Only a page can be returned to; after a POST, go back to where forms start.
+          // Only a page can be returned to; after a POST, go back to where forms start. An address
+          // the sign-in page would not take back (too long) is not carried: encoded once more, it
+          // made a Location header larger than clients and proxies read.
           const returnTo = ctx.method === 'GET' ? ctx.originalUrl : '/groups';
-          ctx.redirect(`/login?return_to=${encodeURIComponent(returnTo)}`);
+          ctx.redirect(`/login${returnToQuery(returnTo)}`);
           return;
         }
         if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));

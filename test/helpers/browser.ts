@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { request, type Agent } from 'node:http';
 import { expect } from 'chai';
 import { fillForm, findCsrf } from './html.js';
 
@@ -13,8 +13,9 @@ export type Pending = Promise<Page> & { expect(status: number, location?: string
  * asked, and forms posted with the CSRF token of the last page that carried one. Relative URLs
  * are on `base` (the identity provider); `also` names more sites whose redirects it follows,
  * `from` the loopback address it sends from (each address is another client to the server),
- * `headers` are sent with every request (X-Forwarded-For, to a server that trusts a proxy), and
- * `userAgent` the User-Agent it sends (none unless given).
+ * `headers` are sent with every request (X-Forwarded-For, to a server that trusts a proxy),
+ * `userAgent` the User-Agent it sends (none unless given), and `agent` the connections it keeps
+ * (Node's global agent unless given).
  */
 export class Browser {
   /** The CSRF token of the last page read that carried one. */
@@ -23,15 +24,15 @@ export class Browser {
 
   constructor(
     readonly base: string,
-    private readonly options: { also?: string[]; from?: string; headers?: Record<string, string>; userAgent?: string } = {},
+    private readonly options: { also?: string[]; from?: string; headers?: Record<string, string>; userAgent?: string; agent?: Agent } = {},
   ) {}
 
-  request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {}): Pending {
+  request(url: string | URL, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Pending {
     const target = new URL(url, this.base);
     const cookie = this.cookieHeader(target);
     const answer = new Promise<Page>((resolve, reject) => {
       const sent = { ...(cookie ? { cookie } : {}), ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}), ...this.options.headers, ...headers };
-      const req = request(target, { method, headers: sent, localAddress: this.options.from }, (res) => {
+      const req = request(target, { method, headers: sent, localAddress: this.options.from, agent: this.options.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk)).on('error', reject);
         res.on('end', () => {

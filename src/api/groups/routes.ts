@@ -34,7 +34,7 @@ export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; 
     const filter = optionalQuery(ctx, 'filter', rules.MAX_FILTER_LENGTH);
     const auth = authOf(ctx);
     const { total, items } = await groupsOfUser(deps.db, auth.userId, { ...page, filter }, auth.personal);
-    sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) });
+    sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) }, { filter });
   });
 
   router.get('/groups/:id', readOnly, loadGroup('read'), (ctx) => {
