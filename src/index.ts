@@ -26,7 +26,10 @@ const idp = await createIdp(config, { logger }).catch((err: unknown) => {
 const server: Server = idp.app.listen(config.port, config.host, () => {
   logger.info({ url: config.issuer, listen: `${config.host}:${config.port}`, storage: !config.redis ? 'sql' : config.redis.kind === 'single' ? 'sql+redis' : `sql+redis-${config.redis.kind}` }, 'identity provider started');
   // The JSON line is for machines; a newcomer needs to know which address to open (on stderr, so stdout stays JSON).
-  if (config.env !== 'production') process.stderr.write(`\nOpen ${config.issuer} in a browser to sign up or sign in (Ctrl-C stops the server).\n\n`);
+  if (config.env !== 'production') {
+    const mail = config.mail.smtpUrl ? '' : `No SMTP_URL is set: mail (sign-up and reset links) is written under ${config.mail.dir}, and each link is in the log.\n`;
+    process.stderr.write(`\nOpen ${config.issuer} in a browser to sign up or sign in (Ctrl-C stops the server).\n${mail}\n`);
+  }
 });
 
 // A port in use or an address this machine does not have: one line saying so, not a stack trace.

@@ -35,10 +35,14 @@ export interface WebDeps {
 
 /** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */
 export function loadCurrentUser(deps: WebDeps) {
+  const signupOpen = deps.config.signup === 'open';
+  // A development server with no mail server: its "check your inbox" pages say where the mail went.
+  const mailToFiles = !deps.config.mail.smtpUrl && deps.config.env !== 'production';
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
     ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
-    ctx.state.signupOpen = deps.config.signup === 'open';
+    ctx.state.signupOpen = signupOpen;
+    ctx.state.mailToFiles = mailToFiles;
     await next();
   };
 }

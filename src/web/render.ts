@@ -41,6 +41,7 @@ export function render(ctx: Context, view: string, locals: PageLocals, status = 
     currentUser: ctx.state.user ?? null,
     csrfToken: ctx.state.csrfToken ?? '',
     signupOpen: ctx.state.signupOpen ?? true,
+    mailToFiles: ctx.state.mailToFiles ?? false,
     ...locals,
   });
 }

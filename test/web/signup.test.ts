@@ -44,6 +44,13 @@ describeEachProfile('sign-up by mailed link', (profile) => {
     return browser.postForm(form.action, filled(form, typed));
   }
 
+  it('says nothing of mail files on the Check your inbox page when a mail server is set', async () => {
+    const username = `smtp-${unique()}`;
+    const { browser, answer } = await signUp({ username, email: `${username}@example.test`, name: 'Mailed', password: PASSWORD });
+    const sent = await browser.follow(answer).expect(200);
+    expect(sent.text).to.include('Check your inbox').and.not.to.include('data-testid="mail-to-files"');
+  });
+
   it('answers an address that has an account exactly as a free one, mails its owner instead, and no sign-in works with what was typed', async () => {
     const owner = await makeUser(idp.db);
     const free = `free-${unique()}@example.test`;
@@ -230,5 +237,18 @@ describeEachProfile('sign-up: refused sign-ups count against the limit', (profil
     expect(refused.status).to.equal(429);
     expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
     expect(fieldError(refused.text, 'username')).to.include('Too many accounts were created from your network');
+  });
+});
+
+describeEachProfile('sign-up on a server with no mail server', (profile) => {
+  const idp = useIdp(profile, () => ({ RATE_LIMIT_SIGNUP_IP: 'off' }));
+
+  it('says on the Check your inbox page where the mail went: a file under MAIL_DIR and a line in the log', async () => {
+    const browser = new Browser(idp.url);
+    const page = await browser.get('/signup').expect(200);
+    const form = formOf(page.text, '/signup');
+    const username = `files-${unique()}`;
+    const sent = await browser.follow(await browser.postForm(form.action, filled(form, { username, email: `${username}@example.test`, name: 'Files', password: PASSWORD })).expect(302)).expect(200);
+    expect(sent.text).to.include('data-testid="mail-to-files"').and.to.include('MAIL_DIR');
   });
 });
