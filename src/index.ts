@@ -4,6 +4,7 @@ import { createIdp } from './app.js';
 import { createLogger } from './log.js';
 import { KeysSecretError } from './key-encryption.js';
 import { drainable } from './edge/drain.js';
+import { answerUnreadableRequests } from './edge/unreadable-request.js';
 
 let config: Config;
 try {
@@ -31,6 +32,8 @@ const server: Server = idp.app.listen(config.port, config.host, () => {
     process.stderr.write(`\nOpen ${config.issuer} in a browser to sign up or sign in (Ctrl-C stops the server).\n${mail}\n`);
   }
 });
+
+answerUnreadableRequests(server);
 
 // A port in use or an address this machine does not have: one line saying so, not a stack trace.
 server.once('error', (err: NodeJS.ErrnoException) => {

@@ -104,3 +104,35 @@ describeEachProfile('early answers and keep-alive connections', (profile) => {
     expect((await thenHealthz(first)).reusedSocket).to.equal(true);
   });
 });
+
+/**
+ * A request head Node's parser refuses (over 16 KiB) is answered 431, not reset: from Node 24 on,
+ * Node's own answer destroys the socket with the rest of the request unread, and the client sees
+ * ECONNRESET instead of the status.
+ */
+describe('a request head too large to read', () => {
+  const server = useIdp('sqlite');
+  const huge = `/login/oauth/jwks?b${'b'.repeat(70_000)}=1`;
+
+  it('is answered 431 on a kept-alive connection, and the next request opens a new one', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect((await send(agent, `${server.url}/healthz`)).status).to.equal(200);
+      const refused = await send(agent, `${server.url}${huge}`);
+      expect(refused.status).to.equal(431);
+      expect(refused.headers.connection).to.equal('close');
+      expect((await send(agent, `${server.url}/healthz`)).status).to.equal(200);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('is answered 431 to 32 clients at once, each on its own connection, with a body still being sent', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 32 }, () =>
+        send(new http.Agent({ keepAlive: false }), `${server.url}${huge}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'x'.repeat(64 * 1024) }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(32).fill(431));
+  });
+});

@@ -3,6 +3,7 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hashTagged } from '../../adapters/redis.js';
 import { createIdp } from '../../src/app.js';
+import { answerUnreadableRequests } from '../../src/edge/unreadable-request.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { freshDatabase, profiles, TEST_REDIS_URL, type Profile, type TestDatabase } from './db.js';
@@ -44,6 +45,7 @@ export async function startIdp(profile: Profile = 'sqlite', env: Record<string, 
   });
   const idp = await createIdp(config, { logger: createLogger(config.logLevel), redisKeyPrefix: keyPrefix });
   server.on('request', idp.app.callback());
+  answerUnreadableRequests(server);
   return {
     idp,
     db: idp.db,
