@@ -15,6 +15,7 @@ import * as pendingSignIns from './0015_pending_sign_ins.js';
 import * as signingKeyActivation from './0016_signing_key_activation.js';
 import * as accountRecovery from './0017_account_recovery.js';
 import * as reauthentication from './0018_reauthentication.js';
+import * as signInProviders from './0019_sign_in_providers.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0016_signing_key_activation': signingKeyActivation,
   '0017_account_recovery': accountRecovery,
   '0018_reauthentication': reauthentication,
+  '0019_sign_in_providers': signInProviders,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

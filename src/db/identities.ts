@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+
+/** An upstream identity linked to an account. */
+export interface IdentityRow {
+  id: number;
+  user_id: number;
+  provider_id: number;
+  /** The upstream's stable subject (`sub`, or GitHub's numeric user id). */
+  subject: string;
+  /** The upstream's login or preferred username, as shown on Sign-in methods. */
+  username: string;
+  email: string;
+  created_at: string | Date;
+  last_used_at: string | Date | null;
+}
+
+const TABLE = 'user_identities';
+
+export function findIdentity(db: Knex, providerId: number, subject: string): Promise<IdentityRow | undefined> {
+  return db(TABLE).where({ provider_id: providerId, subject }).first();
+}
+
+/** An account's linked identities, each with its provider's slug, name and kind. */
+export function identitiesOf(db: Knex, userId: number): Promise<(IdentityRow & { slug: string; provider_name: string; kind: string; provider_disabled_at: string | Date | null })[]> {
+  return db(TABLE)
+    .join('sign_in_providers as p', 'p.id', `${TABLE}.provider_id`)
+    .where({ [`${TABLE}.user_id`]: userId })
+    .orderBy(`${TABLE}.id`)
+    .select(`${TABLE}.*`, 'p.slug', 'p.name as provider_name', 'p.kind', 'p.disabled_at as provider_disabled_at');
+}
+
+/** Links an identity; false when the subject is linked already (to anyone) or the account has one for this provider. */
+export async function insertIdentity(
+  db: Knex,
+  identity: { userId: number; providerId: number; subject: string; username: string; email: string; at: string },
+): Promise<boolean> {
+  const inserted = await db(TABLE)
+    .insert({ user_id: identity.userId, provider_id: identity.providerId, subject: identity.subject, username: identity.username, email: identity.email, created_at: identity.at })
+    .onConflict()
+    .ignore()
+    .returning('id');
+  return inserted.length === 1;
+}
+
+export async function recordIdentityUse(db: Knex, id: number, details: { username: string; email: string }, at: string): Promise<void> {
+  await db(TABLE).where({ id }).update({ ...details, last_used_at: at });
+}
+
+/** Unlinks one of the account's identities; the row removed, or undefined when there was none. */
+export async function deleteIdentity(db: Knex, userId: number, id: number): Promise<IdentityRow | undefined> {
+  const [row] = await db(TABLE).where({ id, user_id: userId }).delete().returning('*');
+  return row as IdentityRow | undefined;
+}
+
+export async function countIdentities(db: Knex, userId: number): Promise<number> {
+  const row = await db(TABLE).where({ user_id: userId }).count<{ n: number | string }[]>({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}

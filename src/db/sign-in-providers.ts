@@ -1,0 +1,60 @@
+import type { Knex } from 'knex';
+
+export interface SignInProviderRow {
+  id: number;
+  slug: string;
+  kind: string;
+  name: string;
+  client_id: string;
+  /** Sealed with KEYS_SECRET (`enc:v1:…`), or clear when none is set. */
+  client_secret: string;
+  /** Space-separated. */
+  scopes: string;
+  /** The kind's own settings, JSON. */
+  settings: string;
+  allow_sign_up: boolean | number;
+  /** Space-separated e-mail domains; empty allows any. */
+  allowed_domains: string;
+  trust_mfa: boolean | number;
+  position: number;
+  disabled_at: string | Date | null;
+  created_at: string | Date;
+  updated_at: string | Date;
+}
+
+export type SignInProviderFields = Omit<SignInProviderRow, 'id' | 'created_at' | 'updated_at' | 'disabled_at'>;
+
+const TABLE = 'sign_in_providers';
+
+export function listSignInProviders(db: Knex): Promise<SignInProviderRow[]> {
+  return db(TABLE).orderBy([{ column: 'position' }, { column: 'id' }]).select('*');
+}
+
+/** The providers the sign-in pages offer, in their order. */
+export function enabledSignInProviders(db: Knex): Promise<SignInProviderRow[]> {
+  return db(TABLE).whereNull('disabled_at').orderBy([{ column: 'position' }, { column: 'id' }]).select('*');
+}
+
+export function findSignInProvider(db: Knex, slug: string): Promise<SignInProviderRow | undefined> {
+  return db(TABLE).where({ slug }).first();
+}
+
+export function findSignInProviderById(db: Knex, id: number): Promise<SignInProviderRow | undefined> {
+  return db(TABLE).where({ id }).first();
+}
+
+/** Inserts a provider; undefined when its slug is taken. */
+export async function insertSignInProvider(db: Knex, fields: SignInProviderFields, at: string): Promise<SignInProviderRow | undefined> {
+  const [row] = await db(TABLE).insert({ ...fields, created_at: at, updated_at: at }).onConflict('slug').ignore().returning('*');
+  return row as SignInProviderRow | undefined;
+}
+
+export async function updateSignInProvider(db: Knex, id: number, fields: Partial<SignInProviderFields> & { disabled_at?: string | null }, at: string): Promise<SignInProviderRow | undefined> {
+  const [row] = await db(TABLE).where({ id }).update({ ...fields, updated_at: at }).returning('*');
+  return row as SignInProviderRow | undefined;
+}
+
+/** Removes a provider and, with it, every identity linked through it. */
+export async function deleteSignInProvider(db: Knex, id: number): Promise<boolean> {
+  return (await db(TABLE).where({ id }).delete()) === 1;
+}

@@ -1,0 +1,69 @@
+import type * as client from 'openid-client';
+import type { SignInProviderRow } from '../../db/sign-in-providers.js';
+
+/**
+ * What every kind of upstream provider (OpenID Connect, GitHub, GitLab, Google, Microsoft) gives
+ * the sign-in flow: the openid-client configuration to run the authorization code flow with, and
+ * the person it signed in, read the way that kind says it. The flow itself (state, nonce, PKCE,
+ * the callback, linking) is the same for every kind.
+ */
+
+/** A provider as the flow uses it: the row with its secret opened and its settings parsed. */
+export interface UpstreamProvider {
+  id: number;
+  slug: string;
+  kind: string;
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string[];
+  settings: Record<string, string>;
+  allowSignUp: boolean;
+  /** Lowercase e-mail domains; empty allows any. */
+  allowedDomains: string[];
+  trustMfa: boolean;
+  disabled: boolean;
+  row: SignInProviderRow;
+}
+
+/** The person an upstream signed in, as one shape whatever the kind. */
+export interface UpstreamProfile {
+  /** Stable and never reassigned by the upstream: `sub`, or GitHub's numeric id. */
+  subject: string;
+  /** A login or preferred username, suggested as the username at sign-up. */
+  username: string;
+  name: string;
+  /** Lowercase; '' when the upstream gave none. */
+  email: string;
+  /** Whether the upstream says it verified `email` (GitHub: the verified primary address only). */
+  emailVerified: boolean;
+  /** The upstream's authentication methods (`amr`), when it says. */
+  amr: string[];
+}
+
+/** One field of a kind's settings, for the admin form and the CLI. */
+export interface KindSetting {
+  /** The JSON key, the form field name and the CLI flag (`--<name>`). */
+  name: string;
+  label: string;
+  hint: string;
+  required: boolean;
+  /** Checks and normalizes a value; throws an Error whose message names what is wrong. */
+  parse(value: string): string;
+}
+
+export interface UpstreamKind {
+  /** As stored: `oidc`, `github`, `gitlab`, `google`, `microsoft`. */
+  kind: string;
+  /** For people: "OpenID Connect", "GitHub". */
+  label: string;
+  settings: KindSetting[];
+  /** The scopes asked for when the administrator names none. */
+  defaultScopes: string[];
+  /** The openid-client configuration (discovery, or the kind's fixed endpoints). May be cached per provider by the caller. */
+  configure(provider: UpstreamProvider, options: { timeoutMs: number }): Promise<client.Configuration>;
+  /** Whether the flow sends and checks a `nonce` (an ID token comes back). */
+  usesIdToken: boolean;
+  /** The person signed in, from the token response (its ID token) and the kind's user endpoints. */
+  profile(config: client.Configuration, tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers, options: { timeoutMs: number }): Promise<UpstreamProfile>;
+}
