@@ -139,3 +139,18 @@ export function kdfQueue(bound: { concurrency: number; queue: number }, options:
     },
   };
 }
+
+/**
+ * The stored hash of an account that has no password (made by signing in with an upstream
+ * provider): a value no password verifies against (it is neither an Argon2 nor an scrypt hash),
+ * random so that no two accounts share it. Setting a password, or a password reset, replaces it.
+ */
+const NO_PASSWORD_PREFIX = 'none$';
+
+export function noPasswordHash(): string {
+  return `${NO_PASSWORD_PREFIX}${randomBytes(16).toString('base64url')}`;
+}
+
+export function hasPassword(stored: string): boolean {
+  return !stored.startsWith(NO_PASSWORD_PREFIX);
+}
