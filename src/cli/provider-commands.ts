@@ -46,10 +46,13 @@ const FLAG_OF_FIELD: Record<string, string> = {
   position: '--position',
 };
 
-/** Every kind's setting names, as flags (a name the common flags use already is not repeated). */
+/** A kind's setting as a flag: `base_url` is `--base-url`. */
+const flagOf = (setting: string) => setting.replace(/_/g, '-');
+
+/** Every kind's settings as flag names (one a common flag uses already is not repeated). */
 function settingFlags(): string[] {
   const names = new Set<string>();
-  for (const kind of availableKinds()) for (const setting of kind.settings) names.add(setting.name);
+  for (const kind of availableKinds()) for (const setting of kind.settings) names.add(flagOf(setting.name));
   return [...names].filter((name) => !(COMMON_STRINGS as readonly string[]).includes(name) && name !== 'kind');
 }
 
@@ -81,13 +84,14 @@ async function inputOf(ctx: CommandContext, kindName: string | undefined): Promi
   const { flags } = ctx;
   const kind = kindName === undefined ? undefined : kindOf(kindName);
   const settings: Record<string, string | undefined> = {};
-  for (const name of settingFlags()) {
-    const value = flags.string(name);
+  for (const flag of settingFlags()) {
+    const value = flags.string(flag);
     if (value === undefined) continue;
-    if (kind && !kind.settings.some((s) => s.name === name)) {
-      throw new UsageError(`--${name}: not a setting of ${kind.label} providers${kind.settings.length ? ` (they take ${kind.settings.map((s) => `--${s.name}`).join(', ')})` : ''}`);
+    const setting = kind?.settings.find((s) => flagOf(s.name) === flag);
+    if (kind && !setting) {
+      throw new UsageError(`--${flag}: not a setting of ${kind.label} providers${kind.settings.length ? ` (they take ${kind.settings.map((s) => `--${flagOf(s.name)}`).join(', ')})` : ''}`);
     }
-    settings[name] = value;
+    settings[setting?.name ?? flag] = value;
   }
   return {
     kind: kindName,
@@ -108,7 +112,7 @@ async function inputOf(ctx: CommandContext, kindName: string | undefined): Promi
 function namingFlags(err: unknown, secretFlag: string): unknown {
   if (!(err instanceof ValidationError || err instanceof ConflictError)) return err;
   const lines = err.problems.map((problem) => {
-    const flag = problem.field === 'client_secret' ? secretFlag : (FLAG_OF_FIELD[problem.field] ?? `--${problem.field}`);
+    const flag = problem.field === 'client_secret' ? secretFlag : (FLAG_OF_FIELD[problem.field] ?? `--${flagOf(problem.field)}`);
     return problem.problem ? `${flag} ${problem.problem}` : `${flag}: ${problem.message}`;
   });
   return new UsageError(lines.join('; '));
@@ -210,7 +214,7 @@ const SETTINGS_USAGE = '[--<setting> V]…';
 
 /** Each registered kind's settings as flags, for the help: `oidc: --issuer (required)`. */
 function kindSettingsHelp(): string {
-  const kinds = availableKinds().map((kind) => `${kind.kind}: ${kind.settings.map((s) => `--${s.name}${s.required ? ' (required)' : ''}`).join(', ') || 'no settings'}`);
+  const kinds = availableKinds().map((kind) => `${kind.kind}: ${kind.settings.map((s) => `--${flagOf(s.name)}${s.required ? ' (required)' : ''}`).join(', ') || 'no settings'}`);
   return kinds.length ? ` Settings by --kind: ${kinds.join('; ')}.` : ' No kind is registered in this build.';
 }
 

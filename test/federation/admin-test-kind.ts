@@ -28,7 +28,7 @@ export const TEST_KIND: UpstreamKind = {
         return url.href.replace(/\/$/, '');
       },
     },
-    { name: 'tenant', label: 'Tenant', hint: 'The directory to sign in to.', required: false, parse: (value: string) => value.toLowerCase() },
+    { name: 'tenant_id', label: 'Tenant', hint: 'The directory to sign in to.', required: false, parse: (value: string) => value.toLowerCase() },
   ],
   configure: () => Promise.reject(new Error('the managing test kind signs nobody in')),
   profile: () => Promise.reject(new Error('the managing test kind signs nobody in')),

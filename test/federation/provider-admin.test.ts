@@ -97,7 +97,7 @@ describeEachProfile('Admin → Sign-in providers', (profile) => {
     expect(testid(page.text, 'trust-mfa')).to.equal('On');
     const row = (await findSignInProvider(db(), slug))!;
     expect(row.kind).to.equal(kind.kind);
-    expect(JSON.parse(row.settings)).to.deep.equal({ issuer: 'https://sso.example.com', tenant: 'acme' });
+    expect(JSON.parse(row.settings)).to.deep.equal({ issuer: 'https://sso.example.com', tenant_id: 'acme' });
     expect(row.scopes, 'the kind\'s default scopes when none are typed').to.equal('openid email');
     const list = await site.get('/admin/providers').expect(200);
     expect(listedSlugs(list.text)).to.include(slug);

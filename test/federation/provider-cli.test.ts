@@ -51,11 +51,11 @@ describeEachProfile('idp provider add | list | update | disable | enable | remov
   it('adds a provider with the secret from standard input: sealed, never printed, the callback URL printed', async () => {
     const slug = `corp-${unique()}`;
     const secret = `piped-secret-${unique()}`;
-    const out = json(await run([...addArgs(slug, ['--allow-sign-up', '--allowed-domains', 'Example.com,bücher.example', '--trust-mfa', '--tenant', 'ACME']), '--json'], `${secret}\n`));
+    const out = json(await run([...addArgs(slug, ['--allow-sign-up', '--allowed-domains', 'Example.com,bücher.example', '--trust-mfa', '--tenant-id', 'ACME']), '--json'], `${secret}\n`));
     expect(out).to.include({ slug, kind: TEST_KIND.kind, name: `Corp ${slug}`, clientId: `client-${slug}`, allowSignUp: true, trustMfa: true, disabled: false });
     expect(out.callbackURL).to.equal(`${running.url}/login/callback/${slug}`);
     expect(out.allowedDomains).to.deep.equal(['example.com', 'xn--bcher-kva.example']);
-    expect(out.settings).to.deep.equal({ issuer: 'https://sso.example.com', tenant: 'acme' });
+    expect(out.settings).to.deep.equal({ issuer: 'https://sso.example.com', tenant_id: 'acme' });
     expect(out.scopes).to.deep.equal(TEST_KIND.defaultScopes);
     expect(JSON.stringify(out)).not.to.contain(secret);
     const row = (await findSignInProvider(db(), slug))!;
@@ -166,7 +166,7 @@ describeEachProfile('idp provider add | list | update | disable | enable | remov
     expect(help.code).to.equal(0);
     expect(help.stdout).to.contain('--client-secret-stdin');
     expect(help.stdout).to.match(/Pipe the client secret on standard input/);
-    expect(help.stdout).to.contain(`${TEST_KIND.kind}: --issuer (required), --tenant`);
+    expect(help.stdout).to.contain(`${TEST_KIND.kind}: --issuer (required), --tenant-id`);
     const usage = await run(['--help']);
     for (const command of ['provider add', 'provider list', 'provider update', 'provider disable', 'provider enable', 'provider remove']) expect(usage.stdout).to.contain(command);
   });
