@@ -37,7 +37,7 @@ function idp(url: string, args: string[], stdin = '', env: Record<string, string
 
 describeEachProfile('idp provider add | list | update | disable | enable | remove', function (profile) {
   // Each test starts the CLI (a new Node.js process) a few times.
-  this.timeout(120_000);
+  this.timeout(240_000);
   useTestKind();
   const running = useIdp(profile, { KEYS_SECRET });
   const run = (args: string[], stdin = '') => idp(running.database.url, args, stdin, { ISSUER: running.url, KEYS_SECRET });
