@@ -73,7 +73,7 @@ export async function countProviderIdentities(db: Knex, providerId: number): Pro
 
 /**
  * The accounts whose only way to sign in is this provider: linked through it, with no password
- * (`noPasswordHash`'s prefix), no passkey and no identity at another provider.
+ * (`noPasswordHash`'s prefix), no passkey and no identity at another enabled provider.
  */
 export async function countAccountsOnlyThrough(db: Knex, providerId: number, noPasswordPrefix: string): Promise<number> {
   const row = await db('user_identities as i')
@@ -81,7 +81,9 @@ export async function countAccountsOnlyThrough(db: Knex, providerId: number, noP
     .where('i.provider_id', providerId)
     .whereRaw(`substr(u.password_hash, 1, ${Number(noPasswordPrefix.length)}) = ?`, [noPasswordPrefix])
     .whereNotExists((q) => q.select(db.raw('1')).from('webauthn_credentials as w').whereRaw('w.user_id = u.id'))
-    .whereNotExists((q) => q.select(db.raw('1')).from('user_identities as o').whereRaw('o.user_id = u.id').whereRaw('o.provider_id <> i.provider_id'))
+    .whereNotExists((q) => q.select(db.raw('1')).from('user_identities as o')
+      .join('sign_in_providers as op', 'op.id', 'o.provider_id')
+      .whereRaw('o.user_id = u.id').whereRaw('o.provider_id <> i.provider_id').whereNull('op.disabled_at'))
     .count<{ n: number | string }[]>({ n: '*' })
     .first();
   return Number(row?.n ?? 0);

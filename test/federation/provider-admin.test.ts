@@ -4,7 +4,7 @@ import { insertIdentity } from '../../src/db/identities.js';
 import { findSignInProvider } from '../../src/db/sign-in-providers.js';
 import { keyCipher } from '../../src/key-encryption.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
-import { createProvider } from '../../src/services/federation/manage.js';
+import { createProvider, setProviderDisabled } from '../../src/services/federation/manage.js';
 import { openClientSecret } from '../../src/services/federation/providers.js';
 import { noPasswordHash } from '../../src/services/passwords.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
@@ -192,10 +192,10 @@ describeEachProfile('Admin → Sign-in providers', (profile) => {
     await site.fill(edit, `/admin/providers/${slug}/edit`, { 'Display name': 'Audited', 'Client secret': 'rotated-secret-value' }).expect(302);
     const audit = await site.get('/admin/audit').expect(200);
     const lines = auditLines(audit.text).filter((line) => line.includes(slug));
-    expect(lines[0]).to.match(new RegExp(`^${admin.username} Sign-in provider update ${slug} \\(.*name: Corp ${slug} → Audited.*client_secret: replaced`));
-    expect(lines[1]).to.match(new RegExp(`^${admin.username} Sign-in provider enable ${slug}`));
-    expect(lines[2]).to.match(new RegExp(`^${admin.username} Sign-in provider disable ${slug}`));
-    expect(lines[3]).to.match(new RegExp(`^${admin.username} Sign-in provider add ${slug}`));
+    expect(lines[0]).to.match(new RegExp(`^${admin.username} Sign-in provider changed ${slug} \\(.*name: Corp ${slug} → Audited.*client_secret: replaced`));
+    expect(lines[1]).to.match(new RegExp(`^${admin.username} Sign-in provider enabled ${slug}`));
+    expect(lines[2]).to.match(new RegExp(`^${admin.username} Sign-in provider disabled ${slug}`));
+    expect(lines[3]).to.match(new RegExp(`^${admin.username} Sign-in provider added ${slug}`));
     expect(audit.text).not.to.contain('audit-secret-value');
     expect(audit.text).not.to.contain('rotated-secret-value');
     const stored = await db()('audit_events').where({ target: slug }).select('details');
@@ -223,21 +223,31 @@ describeEachProfile('Admin → Sign-in providers', (profile) => {
     const row = (await findSignInProvider(db(), slug))!;
     const withPassword = await makeUser(db());
     const onlyThrough = await makeUser(db());
-    await db()('users').where({ id: onlyThrough.id }).update({ password_hash: noPasswordHash() });
-    for (const [i, user] of [withPassword, onlyThrough].entries()) {
-      await insertIdentity(db(), { userId: user.id, providerId: row.id, subject: `gone-${i}`, username: `g${i}`, email: '', at: new Date().toISOString() });
+    const alsoAtADisabledOne = await makeUser(db());
+    const alsoAtAnEnabledOne = await makeUser(db());
+    for (const user of [onlyThrough, alsoAtADisabledOne, alsoAtAnEnabledOne]) await db()('users').where({ id: user.id }).update({ password_hash: noPasswordHash() });
+    const manage = { db: db(), cipher: undefined };
+    const other = { kind: kind.kind, name: 'Other', client_id: 'c', client_secret: 's', settings: { issuer: 'https://other.example' } };
+    const disabledOther = await createProvider(manage, CLI, { ...other, slug: `off-${unique()}` });
+    await setProviderDisabled(db(), CLI, disabledOther, true);
+    const enabledOther = await createProvider(manage, CLI, { ...other, slug: `on-${unique()}` });
+    const at = new Date().toISOString();
+    for (const [i, user] of [withPassword, onlyThrough, alsoAtADisabledOne, alsoAtAnEnabledOne].entries()) {
+      await insertIdentity(db(), { userId: user.id, providerId: row.id, subject: `gone-${i}`, username: `g${i}`, email: '', at });
     }
+    await insertIdentity(db(), { userId: alsoAtADisabledOne.id, providerId: disabledOther.id, subject: 'off', username: 'off', email: '', at });
+    await insertIdentity(db(), { userId: alsoAtAnEnabledOne.id, providerId: enabledOther.id, subject: 'on', username: 'on', email: '', at });
     const provider = await site.get(`/admin/providers/${slug}`).expect(200);
     expect(provider.text).to.contain(`href="/admin/providers/${slug}/remove"`);
     const confirm = await site.get(`/admin/providers/${slug}/remove`).expect(200);
-    expect(paragraph(confirm.text, 'identities')).to.match(/unlinks the 2 identities/);
-    expect(paragraph(confirm.text, 'only-through-it')).to.match(/^1 account has no other way to sign in.*password reset/);
+    expect(paragraph(confirm.text, 'identities')).to.match(/unlinks the 4 identities/);
+    expect(paragraph(confirm.text, 'only-through-it')).to.match(/^2 accounts have no other way to sign in.*password reset/);
     await site.fill(confirm, `/admin/providers/${slug}/remove`).expect(302, '/admin/providers?notice=removed');
     expect(await findSignInProvider(db(), slug)).to.equal(undefined);
     expect(await db()('user_identities').where({ provider_id: row.id })).to.have.length(0);
     expect(await db()('users').where({ id: onlyThrough.id }).first()).to.not.equal(undefined);
     const audit = await site.get('/admin/audit').expect(200);
-    expect(auditLines(audit.text).find((line) => line.includes(slug))).to.match(/Sign-in provider remove .*identities_unlinked: 2.*accounts_left_without_sign_in: 1/);
+    expect(auditLines(audit.text).find((line) => line.includes(slug))).to.match(/Sign-in provider removed .*identities_unlinked: 4.*accounts_left_without_sign_in: 2/);
   });
 
   it('answers an unknown or malformed slug with 404', async () => {
