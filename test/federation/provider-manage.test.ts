@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { findSignInProvider } from '../../src/db/sign-in-providers.js';
 import { ConflictError, ValidationError } from '../../src/errors.js';
-import { createProvider, normalizeDomain, setProviderDisabled, updateProvider } from '../../src/services/federation/manage.js';
+import { insertIdentity } from '../../src/db/identities.js';
+import { createProvider, normalizeDomain, removalImpact, setProviderDisabled, updateProvider } from '../../src/services/federation/manage.js';
+import { noPasswordHash } from '../../src/services/passwords.js';
+import { makeUser } from '../helpers/factories.js';
 import { describeEachProfile, useDatabase } from '../helpers/app.js';
 import { TEST_KIND, useTestKind } from './admin-test-kind.js';
 
@@ -56,5 +59,17 @@ describeEachProfile('managing sign-in providers', (profile) => {
     expect(await setProviderDisabled(database.db, CLI, row, true)).to.equal(true);
     expect(await setProviderDisabled(database.db, CLI, row, true)).to.equal(false);
     expect(await database.db('audit_events').where({ target: 'twice', action: 'sign-in_provider.disable' })).to.have.length(1);
+  });
+
+  it('counts an account with a passkey as having a way in when its provider is removed', async () => {
+    const row = await createProvider(deps(), CLI, input('passkey-way'));
+    const at = new Date().toISOString();
+    const [withPasskey, without] = [await makeUser(database.db), await makeUser(database.db)];
+    for (const [i, user] of [withPasskey, without].entries()) {
+      await database.db('users').where({ id: user.id }).update({ password_hash: noPasswordHash() });
+      await insertIdentity(database.db, { userId: user.id, providerId: row.id, subject: `pk-${i}`, username: `pk${i}`, email: '', at });
+    }
+    await database.db('webauthn_credentials').insert({ user_id: withPasskey.id, credential_id: 'cred-1', public_key: 'pk', name: 'Laptop', created_at: at });
+    expect(await removalImpact(database.db, row)).to.deep.equal({ identities: 2, onlyThroughIt: 1 });
   });
 });
