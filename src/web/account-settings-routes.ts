@@ -11,6 +11,8 @@ import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js'
 import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import { render } from './render.js';
+import { SIGN_IN_METHODS } from './sign-in-methods-routes.js';
+import { hasPassword } from '../services/passwords.js';
 
 const BASE = '/account/settings';
 
@@ -87,13 +89,15 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, labels: LABELS.password, flash: notice(ctx) }, status);
   }
 
+  // An account made by an upstream sign-in has no current password to ask for: it sets a first one.
   router.get(`${BASE}/password`, (ctx) => {
-    requireUser(ctx);
+    if (!hasPassword(requireUser(ctx).password_hash)) return ctx.redirect(SIGN_IN_METHODS);
     renderPassword(ctx);
   });
 
   router.post(`${BASE}/password`, async (ctx) => {
     const user = requireUser(ctx);
+    if (!hasPassword(user.password_hash)) return ctx.redirect(SIGN_IN_METHODS);
     const form = formFields(ctx);
     try {
       await changePassword(

@@ -40,8 +40,9 @@ const ACTIONS: Record<SensitiveAction, { words: string; page: string }> = {
   'create-token': { words: 'create a personal access token', page: '/account/settings/tokens' },
   'change-email': { words: 'change your e-mail address', page: '/account/settings/profile' },
   'delete-account': { words: 'delete your account', page: '/account/settings/delete' },
-  'link-sign-in-method': { words: 'link a sign-in method', page: '/account/settings' },
-  'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings' },
+  'link-sign-in-method': { words: 'link a sign-in method', page: '/account/settings/sign-in-methods' },
+  'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings/sign-in-methods' },
+  'set-password': { words: 'set a password', page: '/account/settings/sign-in-methods' },
 };
 
 function isSensitiveAction(value: unknown): value is SensitiveAction {
