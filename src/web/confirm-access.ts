@@ -5,6 +5,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { recentlyConfirmed, type SensitiveAction } from '../policies/account.js';
 import { confirmPassword } from '../services/account.js';
 import { checkPasskeySignIn, listPasskeys } from '../services/passkeys.js';
+import { hasPassword } from '../services/passwords.js';
 import { hasTwoFactor, verifySecondFactor } from '../services/two-factor.js';
 import { requireUser, safeReturnTo, type WebDeps } from './context.js';
 import type { PasskeyChallenges } from './passkey-routes.js';
@@ -198,6 +199,8 @@ export class AccessConfirmation {
       target: prompt.target,
       carried: prompt.carried,
       twoFactor,
+      // An account made by an upstream sign-in may have no password to enter.
+      password: hasPassword(user.password_hash),
       // The layout loads the passkey scripts when the page offers one.
       passkey: passkeys.length > 0,
       errors,
