@@ -48,8 +48,10 @@ export async function recordIdentityUse(db: Knex, id: number, details: { usernam
 
 /** Unlinks one of the account's identities; the row removed, or undefined when there was none. */
 export async function deleteIdentity(db: Knex, userId: number, id: number): Promise<IdentityRow | undefined> {
-  const [row] = await db(TABLE).where({ id, user_id: userId }).delete().returning('*');
-  return row as IdentityRow | undefined;
+  // Read, then deleted only if still there: knex's SQLite client answers a delete with a count, not rows.
+  const row = (await db(TABLE).where({ id, user_id: userId }).first()) as IdentityRow | undefined;
+  if (!row) return undefined;
+  return (await db(TABLE).where({ id, user_id: userId }).delete()) === 1 ? row : undefined;
 }
 
 export async function countIdentities(db: Knex, userId: number): Promise<number> {
