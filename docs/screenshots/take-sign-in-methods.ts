@@ -4,7 +4,7 @@
  * password and two linked identities (inserted directly), and one more provider to link. Runs on
  * a throwaway SQLite database and a random loopback port, with Debian's chromium.
  *
- *   npx tsx scripts/screenshot-sign-in-methods.ts
+ *   npx tsx docs/screenshots/take-sign-in-methods.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -13,14 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { createIdp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { insertIdentity } from '../src/db/identities.js';
-import { insertSignInProvider } from '../src/db/sign-in-providers.js';
-import { createLogger } from '../src/log.js';
-import { createUser } from '../src/services/users.js';
+import { createIdp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { insertIdentity } from '../../src/db/identities.js';
+import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
+import { createLogger } from '../../src/log.js';
+import { createUser } from '../../src/services/users.js';
 
-const OUT = (name: string) => fileURLToPath(new URL(`../docs/screenshots/${name}.png`, import.meta.url));
+const OUT = (name: string) => fileURLToPath(new URL(`./${name}.png`, import.meta.url));
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
