@@ -23,8 +23,8 @@ const SET_PASSWORD_LABELS = { password: 'New password', password_confirmation: '
  * flow's `startUpstream(ctx, deps, provider, { intent: 'link', userId })` does it (state, nonce,
  * PKCE, then a redirect to the upstream); until that flow is part of this build, the link is
  * handed to its start address.
- * TODO(merge): replace the body with `return startUpstream(ctx, deps, provider, options);`,
- * imported from '../services/federation/flow.js'.
+ * TODO(merge): replace this function by `import { startUpstream } from './federation-routes.js'`
+ * and call `startUpstream(ctx, deps, provider, { intent: 'link', userId: user.id })` below.
  */
 async function startLink(ctx: Context, _deps: WebDeps, provider: UpstreamProvider, options: { intent: 'link'; userId: number; returnTo?: string }): Promise<void> {
   void options;
