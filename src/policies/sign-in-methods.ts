@@ -10,6 +10,11 @@ export interface WaysIn {
   identities: { id: number; enabled: boolean }[];
 }
 
+/** Whether removing one passkey leaves the account a password, another passkey or an identity of an enabled provider. */
+export function mayRemovePasskey(ways: WaysIn): boolean {
+  return ways.password || ways.passkeys > 1 || ways.identities.some((identity) => identity.enabled);
+}
+
 /** Whether unlinking identity `identityId` leaves the account a password, a passkey or another identity of an enabled provider. */
 export function mayUnlink(ways: WaysIn, identityId: number): boolean {
   if (ways.password || ways.passkeys > 0) return true;

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
 import { insertIdentity } from '../../src/db/identities.js';
+import { insertPasskey } from '../../src/db/passkeys.js';
 import { insertSignInProvider, updateSignInProvider } from '../../src/db/sign-in-providers.js';
 import { changing } from '../../src/services/change-versions.js';
 import { decoyHash, hasPassword, noPasswordHash, type KdfQueue } from '../../src/services/passwords.js';
@@ -275,6 +276,43 @@ describeEachProfile('Account settings → Sign-in methods', (profile) => {
       const browser = await signIn(idp.url, user);
       await browser.postForm(`${METHODS}/identities/${identity.id}/unlink`, {}).expect(403);
       expect(await identitiesOf(user)).to.deep.equal([identity.id]);
+    });
+  });
+
+  describe('Passkeys of an account without a password', () => {
+    const PASSKEYS = '/account/settings/passkeys';
+    const addPasskey = async (user: TestUser) => {
+      await insertPasskey(idp.db, { userId: user.id, credentialId: `cred-${unique()}`, publicKey: 'cHVibGlj', counter: 0, transports: '', name: 'Laptop', at: now() });
+      return (await idp.db('webauthn_credentials').where({ user_id: user.id }).first('id')).id as number;
+    };
+    const passkeysOf = async (user: TestUser) => (await idp.db('webauthn_credentials').where({ user_id: user.id }).select('id')).length;
+
+    it('keeps the last passkey when it is the only way in, saying why', async () => {
+      const { user, browser } = await withoutPassword();
+      const id = await addPasskey(user);
+      const page = await browser.get(PASSKEYS).expect(200);
+      const form = formOf(page.text, `${PASSKEYS}/${id}/remove`);
+      // No password field for an account that has none.
+      expect(Object.keys(form.fields)).to.deep.equal(['_csrf']);
+      const refused = await browser.postForm(form.action, filled(form)).expect(409);
+      expect(errorMessage(refused.text)).to.equal('This passkey is the only way you can sign in to this account. Set a password or link another sign-in method first, then remove it.');
+      expect(await passkeysOf(user)).to.equal(1);
+    });
+
+    it('removes a passkey while a linked identity remains, after Confirm access when the session is old', async () => {
+      const { user, browser } = await withoutPassword();
+      await link(user, await makeProvider());
+      const id = await addPasskey(user);
+      const page = await browser.get(PASSKEYS).expect(200);
+      await age(idp, browser, 11);
+      const form = formOf(page.text, `${PASSKEYS}/${id}/remove`);
+      const prompt = await browser.postForm(form.action, filled(form)).expect(403);
+      expect(prompt.text).to.include('To remove a passkey, confirm it is you with a second factor or a passkey, or sign out and sign in again.');
+      expect(prompt.text).to.include('data-testid="confirm-passkey-form"');
+      expect(await passkeysOf(user)).to.equal(1);
+      await age(idp, browser, -11);
+      await browser.postForm(form.action, filled(form)).expect(302, `${PASSKEYS}?notice=removed`);
+      expect(await passkeysOf(user)).to.equal(0);
     });
   });
 
