@@ -162,6 +162,34 @@ describeEachProfile('Account settings → Sign-in methods', (profile) => {
       expect(verifiedAgainst).not.to.include(stored);
     });
 
+    it('changes its e-mail address without a current password it does not have, after Confirm access when the session is old', async () => {
+      const { user, browser } = await withoutPassword();
+      const page = await browser.get('/account/settings/profile').expect(200);
+      const form = formOf(page.text, '/account/settings/profile');
+      expect(form.fields).not.to.have.property('current_password');
+      await age(idp, browser, 11);
+      const newAddress = `moved-${unique()}@example.test`;
+      const prompt = await browser.postForm(form.action, filled(form, { email: newAddress })).expect(403);
+      expect(prompt.text).to.include('To change your e-mail address, confirm it is you: sign out and sign in again.');
+      expect(await idp.db('email_changes').where({ user_id: user.id }).first()).to.equal(undefined);
+      await age(idp, browser, -11);
+      await browser.postForm(form.action, filled(form, { email: newAddress })).expect(302, '/account/settings/profile?notice=email-pending');
+      await smtp.nextWith(newAddress, 'Confirm your new e-mail address');
+    });
+
+    it('deletes the account without a password it does not have, after Confirm access when the session is old', async () => {
+      const { user, browser } = await withoutPassword();
+      const page = await browser.get('/account/settings/delete').expect(200);
+      const form = formOf(page.text, '/account/settings/delete');
+      expect(Object.keys(form.fields)).to.deep.equal(['_csrf']);
+      await age(idp, browser, 11);
+      await browser.postForm(form.action, filled(form)).expect(403);
+      expect(await idp.db('users').where({ id: user.id }).first()).not.to.equal(undefined);
+      await age(idp, browser, -11);
+      await browser.postForm(form.action, filled(form)).expect(302, '/account/deleted');
+      expect(await idp.db('users').where({ id: user.id }).first()).to.equal(undefined);
+    });
+
     it('sets a first password through Forgot password?', async () => {
       const { user } = await withoutPassword();
       const browser = new Browser(idp.url);
