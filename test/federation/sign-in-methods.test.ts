@@ -143,6 +143,10 @@ describeEachProfile('Account settings → Sign-in methods', (profile) => {
       expect(prompt.text).to.include('<h1>Confirm access</h1>');
       expect(prompt.text).to.include('To set a password, confirm it is you: sign out and sign in again.');
       expect(parseForms(prompt.text, METHODS)).to.deep.equal([]);
+      // Signing in again is the proof it has: the prompt signs this browser out for that.
+      const again = formOf(prompt.text, '/logout');
+      await browser.postForm(again.action, filled(again)).expect(302, '/login');
+      await browser.get(METHODS).expect(302);
       expect(hasPassword((await idp.db('users').where({ id: user.id }).first()).password_hash)).to.equal(false);
     });
 
