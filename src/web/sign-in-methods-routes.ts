@@ -11,6 +11,8 @@ import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { render } from './render.js';
+import { refuseUnverified } from './verified-address.js';
+import { mayAddCredentials } from '../policies/account.js';
 import { noticeToOwner } from './security-notice.js';
 
 export const SIGN_IN_METHODS = '/account/settings/sign-in-methods';
@@ -66,7 +68,8 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
       errors,
       values: {},
       labels: SET_PASSWORD_LABELS,
-      recent: await access.recent(ctx),
+      // A new way in waits for a verified address, as passkeys and tokens do.
+      mayLink: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       flash: status === 200 ? await flash(ctx, methods) : null,
     }, status);
   }
@@ -123,7 +126,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
     ctx.redirect(`${SIGN_IN_METHODS}?${new URLSearchParams({ notice: 'unlinked', provider: unlinked.slug })}`);
   });
 
-  router.post(`${SIGN_IN_METHODS}/link/:slug`, access.required('link-sign-in-method'), async (ctx) => {
+  router.post(`${SIGN_IN_METHODS}/link/:slug`, refuseUnverified(deps, 'link a sign-in method'), access.required('link-sign-in-method'), async (ctx) => {
     const user = requireUser(ctx);
     const slug = String(ctx.params.slug ?? '');
     const row = await signInProviderBySlug(deps.db, slug);

@@ -367,6 +367,17 @@ describeEachProfile('Account settings → Sign-in methods', (profile) => {
       expect(await identitiesOf(user)).to.deep.equal([]);
     });
 
+    it('waits for a verified address, as adding a passkey does', async () => {
+      const user = await makeUser(idp.db, { verified: false });
+      const provider = await makeProvider();
+      const browser = await signIn(idp.url, user);
+      const page = await browser.get(METHODS).expect(200);
+      expect(page.text).to.include('data-testid="verify-first"');
+      expect(parseForms(page.text, `${METHODS}/link/`)).to.deep.equal([]);
+      const refused = await browser.postForm(`${METHODS}/link/${provider.slug}`, { _csrf: browser.csrf }).expect(403);
+      expect(refused.text).to.include('link a sign-in method');
+    });
+
     it('refuses a provider that is disabled or unknown with 404', async () => {
       const user = await makeUser(idp.db);
       const off = await makeProvider({ disabled: true });
