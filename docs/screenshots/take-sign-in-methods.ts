@@ -1,7 +1,9 @@
 /**
  * Takes docs/screenshots/sign-in-methods-desktop.png (1200 px wide) and
  * sign-in-methods-phone.png (390 px): Account settings → Sign-in methods of an account with a
- * password and two linked identities (inserted directly), and one more provider to link. Runs on
+ * password and two linked identities (inserted directly), and one more provider to link; and
+ * sign-in-methods-no-password-phone.png: an account made by an upstream sign-in, with Set a
+ * password. Runs on
  * a throwaway SQLite database and a random loopback port, with Debian's chromium.
  *
  *   npx tsx docs/screenshots/take-sign-in-methods.ts
@@ -18,6 +20,7 @@ import { loadConfig } from '../../src/config.js';
 import { insertIdentity } from '../../src/db/identities.js';
 import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
 import { createLogger } from '../../src/log.js';
+import { noPasswordHash } from '../../src/services/passwords.js';
 import { createUser } from '../../src/services/users.js';
 
 const OUT = (name: string) => fileURLToPath(new URL(`./${name}.png`, import.meta.url));
@@ -58,6 +61,19 @@ try {
     console.log(`wrote ${OUT(name)}`);
     await page.close();
   }
+  // An account an upstream sign-in made: signed in, then left without a password.
+  const grace = await createUser(idp.db, { username: 'grace', email: 'grace@example.com', name: 'Grace Hopper', password: 'correct horse battery' }, { emailVerified: true });
+  await insertIdentity(idp.db, { userId: grace.id, providerId: github.id, subject: '1906', username: 'grace-hopper', email: 'grace@example.com', at: '2026-11-27T10:00:00.000Z' });
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  await page.goto(`${idpUrl}/login?return_to=${encodeURIComponent('/account/settings/sign-in-methods')}`);
+  await page.getByLabel('Username or email').fill('grace');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL(`${idpUrl}/account/settings/sign-in-methods`);
+  await idp.db('users').where({ id: grace.id }).update({ password_hash: noPasswordHash() });
+  await page.reload();
+  await page.screenshot({ path: OUT('sign-in-methods-no-password-phone'), fullPage: true });
+  console.log(`wrote ${OUT('sign-in-methods-no-password-phone')}`);
 } finally {
   await browser.close();
   idpServer.closeAllConnections();
