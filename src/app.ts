@@ -66,6 +66,7 @@ import { pruneExpiredSignUps } from './services/sign-up.js';
 import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
+import { signInMethodsRoutes } from './web/sign-in-methods-routes.js';
 
 export interface Idp {
   app: Koa;
@@ -229,7 +230,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(loadCurrentUser(deps));
   // Re-authentication for the changes a stolen session must not make on its own.
   const access = new AccessConfirmation(deps, new PasskeyChallenges(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }, access), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), signInMethodsRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

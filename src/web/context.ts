@@ -41,6 +41,7 @@ export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
     ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
+    ctx.state.sessionAmr = ctx.state.user ? await deps.sessions.amr(ctx) : [];
     ctx.state.signupOpen = signupOpen;
     ctx.state.mailToFiles = mailToFiles;
     await next();
@@ -54,7 +55,8 @@ export function requireUser(ctx: Context): UserRow {
 }
 
 export function actorOf(ctx: Context): Actor {
-  return { userId: requireUser(ctx).id, ip: ctx.ip ?? null };
+  const amr = (ctx.state.sessionAmr ?? []) as string[];
+  return { userId: requireUser(ctx).id, ip: ctx.ip ?? null, ...(amr.includes('fed') && amr.includes('mfa') ? { upstreamSecondFactor: true } : {}) };
 }
 
 /** Form fields as strings (a repeated field keeps its first value), for re-showing and validating. */

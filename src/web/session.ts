@@ -46,6 +46,13 @@ export class SiteSessions {
     return Number(session.accountId);
   }
 
+  /** How the request's session signed in (its `amr`: `pwd`, `otp`, `hwk`, `fed`, `mfa`, …); empty when signed out. */
+  async amr(ctx: Context): Promise<string[]> {
+    const session = await this.session(ctx);
+    const amr = session?.accountId ? (session as { amr?: unknown }).amr : undefined;
+    return Array.isArray(amr) ? amr.filter((method): method is string => typeof method === 'string') : [];
+  }
+
   /** The uid of the request's signed-in session (how Account settings → Sessions names it). */
   async uid(ctx: Context): Promise<string | undefined> {
     const session = await this.session(ctx);
