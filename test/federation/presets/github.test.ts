@@ -1,0 +1,266 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { expect } from 'chai';
+import * as client from 'openid-client';
+import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/presets/discovery.js';
+import { github, githubEndpoints, verifiedPrimary } from '../../../src/services/federation/presets/github.js';
+import { kindOf } from '../../../src/services/federation/kinds.js';
+import { json, listen, providerOf, signIn } from './harness.js';
+
+/**
+ * A local server standing in for GitHub (and GitHub Enterprise Server, whose layout it has: the web
+ * endpoints at <base>/login/oauth/…, the REST API at <base>/api/v3), answering as GitHub's public
+ * documentation says:
+ * - "Authorizing OAuth apps" (docs.github.com/en/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps):
+ *   GET /login/oauth/authorize redirects back with `code` and `state` (no `iss`); POST
+ *   /login/oauth/access_token takes client_id, client_secret, code, redirect_uri, code_verifier and,
+ *   with Accept: application/json, answers {access_token, scope, token_type: "bearer"}; a bad code is
+ *   answered with HTTP 200 and {error: "bad_verification_code", error_description, error_uri}
+ *   ("Troubleshooting OAuth app access token request errors").
+ * - REST API "Get the authenticated user" (GET /user) and "List email addresses for the authenticated
+ *   user" (GET /user/emails: email, primary, verified, visibility), bearer token, 401 {message:
+ *   "Bad credentials"} for a bad one, 404 without the user:email scope.
+ */
+interface FakeGitHub {
+  user: Record<string, unknown>;
+  emails: Array<Record<string, unknown>>;
+  emailsStatus: number;
+  userStatus: number;
+  userDelayMs: number;
+  codes: Map<string, { challenge: string; redirectUri: string }>;
+  seen: { token?: URLSearchParams; apiHeaders: Array<Record<string, string | string[] | undefined>> };
+}
+
+function fakeGitHub(apiPrefix: string) {
+  const state: FakeGitHub = {
+    user: {},
+    emails: [],
+    emailsStatus: 200,
+    userStatus: 200,
+    userDelayMs: 0,
+    codes: new Map(),
+    seen: { apiHeaders: [] },
+  };
+  const token = `gho_${randomBytes(18).toString('hex')}`;
+  const handler = async (req: IncomingMessage, res: ServerResponse, body: string) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') {
+      // The person approves: a code bound to the PKCE challenge, back to the redirect URI with the state.
+      const code = randomBytes(10).toString('hex');
+      state.codes.set(code, { challenge: url.searchParams.get('code_challenge') ?? '', redirectUri: url.searchParams.get('redirect_uri') ?? '' });
+      const back = new URL(url.searchParams.get('redirect_uri') ?? '');
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', url.searchParams.get('state') ?? '');
+      res.writeHead(302, { location: back.href });
+      res.end();
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
+      const form = new URLSearchParams(body);
+      state.seen.token = form;
+      const issued = state.codes.get(form.get('code') ?? '');
+      state.codes.delete(form.get('code') ?? '');
+      const verifier = form.get('code_verifier') ?? '';
+      const challenge = createHash('sha256').update(verifier).digest('base64url');
+      if (form.get('client_id') !== 'our-client-id' || form.get('client_secret') !== 'our-client-secret') {
+        json(res, 200, { error: 'incorrect_client_credentials', error_description: 'The client_id and/or client_secret passed are incorrect.', error_uri: 'https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials' });
+        return;
+      }
+      if (!issued || issued.challenge !== challenge || issued.redirectUri !== form.get('redirect_uri')) {
+        json(res, 200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.', error_uri: 'https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#bad-verification-code' });
+        return;
+      }
+      json(res, 200, { access_token: token, scope: 'read:user,user:email', token_type: 'bearer' });
+      return;
+    }
+    if (req.method === 'GET' && (url.pathname === `${apiPrefix}/user` || url.pathname === `${apiPrefix}/user/emails`)) {
+      state.seen.apiHeaders.push({ ...req.headers });
+      if (req.headers.authorization !== `Bearer ${token}`) {
+        json(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+        return;
+      }
+      if (url.pathname.endsWith('/emails')) {
+        if (state.emailsStatus === 404) json(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest/users/emails#list-email-addresses-for-the-authenticated-user' });
+        else json(res, state.emailsStatus, state.emails);
+        return;
+      }
+      if (state.userDelayMs) await new Promise((r) => setTimeout(r, state.userDelayMs));
+      if (state.userStatus !== 200) json(res, state.userStatus, { message: 'Server Error' });
+      else json(res, 200, state.user);
+      return;
+    }
+    json(res, 404, { message: 'Not Found' });
+  };
+  return { state, handler };
+}
+
+/** Plays the person at GitHub: follows the authorization URL to the redirect it answers with. */
+async function approve(url: URL): Promise<URL> {
+  const res = await fetch(url, { redirect: 'manual' });
+  expect(res.status).to.equal(302);
+  return new URL(res.headers.get('location') ?? '');
+}
+
+const octocat = {
+  login: 'octocat', id: 583231, node_id: 'MDQ6VXNlcjU4MzIzMQ==', type: 'User', site_admin: false,
+  name: 'The Octocat', company: '@github', email: null,
+};
+
+describe('GitHub sign-in kind (a local server answering as GitHub documents)', () => {
+  let ghes: Awaited<ReturnType<typeof listen>>;
+  let fake: ReturnType<typeof fakeGitHub>;
+
+  beforeEach(async () => {
+    forgetConfigurations();
+    fake = fakeGitHub('/api/v3');
+    ghes = await listen(fake.handler);
+    fake.state.user = { ...octocat };
+    fake.state.emails = [
+      { email: 'octocat@github.com', primary: true, verified: true, visibility: 'public' },
+      { email: 'other@example.com', primary: false, verified: true, visibility: null },
+    ];
+  });
+  afterEach(() => ghes.close());
+
+  it('is registered as the github kind with read:user and user:email by default', () => {
+    expect(kindOf('github')).to.equal(github);
+    expect(github.defaultScopes).to.deep.equal(['read:user', 'user:email']);
+    expect(github.usesIdToken).to.equal(false);
+  });
+
+  it('signs in through an Enterprise Server base URL: the numeric id as subject, the login, the verified primary address', async () => {
+    const provider = providerOf(github, { base_url: ghes.url });
+    const { profile, url } = await signIn(github, provider, approve);
+    expect(url.origin + url.pathname).to.equal(`${ghes.url}/login/oauth/authorize`);
+    expect(url.searchParams.get('scope')).to.equal('read:user user:email');
+    expect(profile).to.deep.equal({ subject: '583231', username: 'octocat', name: 'The Octocat', email: 'octocat@github.com', emailVerified: true, amr: [] });
+    // The secret goes in the form body, the PKCE verifier with it.
+    expect(fake.state.seen.token?.get('client_secret')).to.equal('our-client-secret');
+    expect(fake.state.seen.token?.get('code_verifier')).to.have.length.greaterThan(42);
+    for (const headers of fake.state.seen.apiHeaders) {
+      expect(headers.accept).to.equal('application/vnd.github+json');
+      expect(headers['x-github-api-version']).to.equal('2022-11-28');
+    }
+    expect(fake.state.seen.apiHeaders).to.have.length(2);
+  });
+
+  it('counts no address as verified when the primary one is unverified, even if another is verified', async () => {
+    fake.state.emails = [
+      { email: 'victim@example.com', primary: true, verified: false, visibility: 'private' },
+      { email: 'mine@example.com', primary: false, verified: true, visibility: null },
+    ];
+    const { profile } = await signIn(github, providerOf(github, { base_url: ghes.url }), approve);
+    expect(profile.email).to.equal('');
+    expect(profile.emailVerified).to.equal(false);
+  });
+
+  it('gives the public address as unverified when no verified primary exists', async () => {
+    fake.state.user = { ...octocat, email: 'Public@Example.com' };
+    fake.state.emails = [{ email: 'public@example.com', primary: true, verified: false, visibility: 'public' }];
+    const { profile } = await signIn(github, providerOf(github, { base_url: ghes.url }), approve);
+    expect(profile.email).to.equal('public@example.com');
+    expect(profile.emailVerified).to.equal(false);
+  });
+
+  it('falls back to the public address, unverified, when the user:email scope was not granted', async () => {
+    fake.state.user = { ...octocat, email: 'octocat@github.com' };
+    fake.state.emailsStatus = 404;
+    const { profile } = await signIn(github, providerOf(github, { base_url: ghes.url }), approve);
+    expect(profile).to.include({ email: 'octocat@github.com', emailVerified: false });
+  });
+
+  it('reports GitHub\'s 200-with-error answer to a bad code as that OAuth error', async () => {
+    const provider = providerOf(github, { base_url: ghes.url });
+    const err = await signIn(github, provider, async (url) => {
+      const callback = await approve(url);
+      callback.searchParams.set('code', 'not-a-code-github-issued');
+      return callback;
+    }).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(client.ResponseBodyError);
+    expect((err as client.ResponseBodyError).error).to.equal('bad_verification_code');
+    expect((err as client.ResponseBodyError).error_description).to.equal('The code passed is incorrect or expired.');
+  });
+
+  it('reports a wrong client secret as incorrect_client_credentials', async () => {
+    const provider = providerOf(github, { base_url: ghes.url }, { client_secret: 'wrong' });
+    const err = await signIn(github, provider, approve).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(client.ResponseBodyError);
+    expect((err as client.ResponseBodyError).error).to.equal('incorrect_client_credentials');
+  });
+
+  it('refuses a callback whose state is not the one sent', async () => {
+    const err = await signIn(github, providerOf(github, { base_url: ghes.url }), async (url) => {
+      const callback = await approve(url);
+      callback.searchParams.set('state', client.randomState());
+      return callback;
+    }).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect((err as Error & { cause?: Error }).cause?.message).to.match(/"state"/);
+  });
+
+  it('raises a clear error when /user fails', async () => {
+    fake.state.userStatus = 502;
+    const err = await signIn(github, providerOf(github, { base_url: ghes.url }), approve).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(UpstreamAnswerError);
+    expect((err as Error).message).to.equal('GitHub answered /user with HTTP 502');
+  });
+
+  it('raises a clear error when /user has no numeric id', async () => {
+    fake.state.user = { login: 'octocat' };
+    const err = await signIn(github, providerOf(github, { base_url: ghes.url }), approve).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(UpstreamAnswerError);
+    expect((err as Error).message).to.match(/numeric id/);
+  });
+
+  it('gives up on an API that does not answer within the timeout', async () => {
+    fake.state.userDelayMs = 8000;
+    const provider = providerOf(github, { base_url: ghes.url });
+    const config = await github.configure(provider, { timeoutMs: 300 });
+    const started = Date.now();
+    const err = await github.profile(config, { access_token: 'x', token_type: 'bearer' } as never, { timeoutMs: 300 }).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect(Date.now() - started).to.be.lessThan(3000);
+  });
+
+  it('reads the API at an overriding api_url', async () => {
+    await ghes.close();
+    fake = fakeGitHub('/proxy/github-api');
+    ghes = await listen(fake.handler);
+    fake.state.user = { ...octocat };
+    fake.state.emails = [{ email: 'octocat@github.com', primary: true, verified: true, visibility: 'public' }];
+    const provider = providerOf(github, { base_url: ghes.url, api_url: `${ghes.url}/proxy/github-api` });
+    const { profile } = await signIn(github, provider, approve);
+    expect(profile.subject).to.equal('583231');
+  });
+
+  it('uses github.com and api.github.com by default, <base>/api/v3 for Enterprise Server', () => {
+    expect(githubEndpoints({})).to.deep.equal({
+      base: 'https://github.com',
+      api: 'https://api.github.com',
+      authorize: 'https://github.com/login/oauth/authorize',
+      token: 'https://github.com/login/oauth/access_token',
+    });
+    const base = github.settings.find((s) => s.name === 'base_url')!.parse('https://ghe.example.com/');
+    expect(githubEndpoints({ base_url: base })).to.deep.equal({
+      base: 'https://ghe.example.com',
+      api: 'https://ghe.example.com/api/v3',
+      authorize: 'https://ghe.example.com/login/oauth/authorize',
+      token: 'https://ghe.example.com/login/oauth/access_token',
+    });
+  });
+
+  it('refuses base URLs that are not https, carry a query, or are not URLs', () => {
+    const parse = github.settings.find((s) => s.name === 'base_url')!.parse;
+    expect(() => parse('http://ghe.example.com')).to.throw(/https/);
+    expect(() => parse('https://ghe.example.com/?x=1')).to.throw(/query/);
+    expect(() => parse('ghe.example.com')).to.throw(/absolute URL/);
+    expect(() => parse('https://user:pw@ghe.example.com')).to.throw(/password/);
+    expect(parse('')).to.equal('');
+  });
+
+  it('picks only a verified primary address', () => {
+    expect(verifiedPrimary([{ email: 'A@x.org', primary: true, verified: true }])).to.equal('a@x.org');
+    expect(verifiedPrimary([{ email: 'a@x.org', primary: false, verified: true }])).to.equal('');
+    expect(verifiedPrimary({ email: 'a@x.org' })).to.equal('');
+  });
+});
