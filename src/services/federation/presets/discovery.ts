@@ -42,11 +42,17 @@ export function prepare(config: client.Configuration, base: URL, timeoutMs: numb
 }
 
 /** Discovers `issuer` (its `/.well-known/openid-configuration`) within the timeout, for `provider`'s client. */
-export function discover(issuer: URL, provider: UpstreamProvider, timeoutMs: number, fetcher = timedFetch(timeoutMs)): Promise<client.Configuration> {
+export function discover(
+  issuer: URL,
+  provider: UpstreamProvider,
+  timeoutMs: number,
+  fetcher = timedFetch(timeoutMs),
+  { insecure = insecureAllowed(issuer) }: { insecure?: boolean } = {},
+): Promise<client.Configuration> {
   return client.discovery(issuer, provider.clientId, undefined, client.ClientSecretPost(provider.clientSecret), {
     [client.customFetch]: fetcher,
     timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-    ...(insecureAllowed(issuer) ? { execute: [client.allowInsecureRequests] } : {}),
+    ...(insecure ? { execute: [client.allowInsecureRequests] } : {}),
   });
 }
 
