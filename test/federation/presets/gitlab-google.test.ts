@@ -64,6 +64,7 @@ describe('GitLab and Google sign-in kinds (a real OpenID Connect upstream)', () 
   it('fails discovery clearly when the base URL is not a GitLab (no discovery document)', async () => {
     const err = await gitlab.configure(providerOf(gitlab, { base_url: `${upstream.base}/nothing-here` }), { timeoutMs: 5000 }).then(() => undefined, (e: unknown) => e);
     expect(err).to.be.instanceOf(Error);
+    expect((err as Error).message).to.equal('unexpected HTTP response status code');
   });
 
   it('signs in with Google, suggesting the address\'s local part as the username', async () => {

@@ -168,9 +168,9 @@ export async function startOidcUpstream({
     },
   });
   provider.on('server_error', (_ctx, err) => { console.error('upstream server_error', err); });
-  const issuerDocument = async () => (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+  const issuerDocument = async () => (await (await fetch(`${issuer}/.well-known/openid-configuration`, { headers: { 'x-upstream-itself': '1' } })).json()) as Record<string, unknown>;
   app.use(async (ctx, nextMiddleware) => {
-    if (extraRoutes) {
+    if (extraRoutes && !ctx.get('x-upstream-itself')) {
       const body = await extraRoutes(ctx.path, base, issuerDocument);
       if (body) {
         ctx.body = body;
