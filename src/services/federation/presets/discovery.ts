@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
 import type { UpstreamProvider } from '../upstream.js';
 
@@ -60,10 +61,13 @@ const cache = new Map<number, { version: string; config: Promise<client.Configur
 
 /**
  * A provider's configuration, built once per version of its row (a change by an administrator
- * bumps updated_at and so rebuilds it). A failed build is not kept, so the next sign-in tries again.
+ * bumps updated_at, and changes the client or settings, and so rebuilds it). A failed build is not kept, so the next sign-in tries again.
  */
 export function cachedConfiguration(provider: UpstreamProvider, build: () => Promise<client.Configuration>): Promise<client.Configuration> {
-  const version = `${String(provider.row.updated_at instanceof Date ? provider.row.updated_at.toISOString() : provider.row.updated_at)}|${provider.clientId}`;
+  const updated = provider.row.updated_at instanceof Date ? provider.row.updated_at.toISOString() : String(provider.row.updated_at);
+  // The secret only as a digest: this key is compared, never shown, but a digest keeps it out of any heap dump of the map.
+  const secret = createHash('sha256').update(provider.clientSecret).digest('base64url');
+  const version = JSON.stringify([updated, provider.clientId, provider.settings, secret]);
   const hit = cache.get(provider.id);
   if (hit && hit.version === version) return hit.config;
   const config = build();
