@@ -71,6 +71,7 @@ export function fakeGitHub(apiPrefix: string) {
     }
     if (req.method === 'GET' && (url.pathname === `${apiPrefix}/user` || url.pathname === `${apiPrefix}/user/emails`)) {
       state.seen.apiHeaders.push({ ...req.headers });
+      if (state.userDelayMs && url.pathname.endsWith('/user')) await new Promise((r) => setTimeout(r, state.userDelayMs));
       if (req.headers.authorization !== `Bearer ${token}`) {
         json(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
         return;
@@ -80,7 +81,6 @@ export function fakeGitHub(apiPrefix: string) {
         else json(res, state.emailsStatus, state.emails);
         return;
       }
-      if (state.userDelayMs) await new Promise((r) => setTimeout(r, state.userDelayMs));
       if (state.userStatus !== 200) json(res, state.userStatus, { message: 'Server Error' });
       else json(res, 200, state.user);
       return;

@@ -118,7 +118,7 @@ describe('GitHub sign-in kind (a local server answering as GitHub documents)', (
     const config = await github.configure(provider, { timeoutMs: 300 });
     const started = Date.now();
     const err = await github.profile(config, { access_token: 'x', token_type: 'bearer' } as never, { timeoutMs: 300 }).then(() => undefined, (e: unknown) => e);
-    expect(err).to.be.instanceOf(Error);
+    expect((err as Error & { cause?: Error }).cause?.name).to.equal('TimeoutError');
     expect(Date.now() - started).to.be.lessThan(3000);
   });
 

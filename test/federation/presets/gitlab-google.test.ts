@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import * as client from 'openid-client';
 import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/presets/discovery.js';
 import { gitlab } from '../../../src/services/federation/presets/gitlab.js';
 import { google } from '../../../src/services/federation/presets/google.js';
@@ -65,6 +66,12 @@ describe('GitLab and Google sign-in kinds (a real OpenID Connect upstream)', () 
     const err = await gitlab.configure(providerOf(gitlab, { base_url: `${upstream.base}/nothing-here` }), { timeoutMs: 5000 }).then(() => undefined, (e: unknown) => e);
     expect(err).to.be.instanceOf(Error);
     expect((err as Error).message).to.equal('unexpected HTTP response status code');
+  });
+
+  it('refuses a plain-http upstream when http is not allowed (production), even on loopback', async () => {
+    const err = await gitlab.configure(providerOf(gitlab, { base_url: upstream.base }), { timeoutMs: 5000, allowHttp: false }).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(client.ClientError);
+    expect((err as Error).message).to.equal('only requests to HTTPS are allowed');
   });
 
   it('signs in with Google, suggesting the address\'s local part as the username', async () => {

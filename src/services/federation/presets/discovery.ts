@@ -18,11 +18,12 @@ export class UpstreamAnswerError extends Error {
 
 /**
  * Whether `url` may be fetched over plain http: only on a loopback name (an upstream started on the
- * same machine, in development and tests), and never when NODE_ENV=production. The kinds are called
- * without the parsed configuration, so this reads the same variable config.ts checks.
+ * same machine, in development and tests), and never in production. The sign-in flow says which
+ * (`allowHttp`, false when NODE_ENV=production); called without it, this reads the variable
+ * config.ts checks.
  */
-export function insecureAllowed(url: URL): boolean {
-  return url.protocol === 'http:' && LOOPBACK.has(url.hostname) && process.env.NODE_ENV !== 'production';
+export function insecureAllowed(url: URL, allowHttp = process.env.NODE_ENV !== 'production'): boolean {
+  return url.protocol === 'http:' && LOOPBACK.has(url.hostname) && allowHttp;
 }
 
 /** A fetch that gives up after `timeoutMs` (as well as when openid-client's own signal fires). */
@@ -35,10 +36,10 @@ export function timedFetch(timeoutMs: number): client.CustomFetch {
 }
 
 /** Applies the timeout and the plain-http rule to a configuration built from fixed endpoints. */
-export function prepare(config: client.Configuration, base: URL, timeoutMs: number, fetcher = timedFetch(timeoutMs)): client.Configuration {
+export function prepare(config: client.Configuration, base: URL, timeoutMs: number, fetcher = timedFetch(timeoutMs), allowHttp?: boolean): client.Configuration {
   config[client.customFetch] = fetcher;
   config.timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
-  if (insecureAllowed(base)) client.allowInsecureRequests(config);
+  if (insecureAllowed(base, allowHttp)) client.allowInsecureRequests(config);
   return config;
 }
 
@@ -48,7 +49,7 @@ export function discover(
   provider: UpstreamProvider,
   timeoutMs: number,
   fetcher = timedFetch(timeoutMs),
-  { insecure = insecureAllowed(issuer) }: { insecure?: boolean } = {},
+  { allowHttp, insecure = insecureAllowed(issuer, allowHttp) }: { allowHttp?: boolean; insecure?: boolean } = {},
 ): Promise<client.Configuration> {
   return client.discovery(issuer, provider.clientId, undefined, client.ClientSecretPost(provider.clientSecret), {
     [client.customFetch]: fetcher,

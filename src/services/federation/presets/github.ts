@@ -39,7 +39,7 @@ function githubTokenErrors(fetcher: client.CustomFetch, tokenEndpoint: string): 
   };
 }
 
-async function configure(provider: UpstreamProvider, { timeoutMs }: { timeoutMs: number }): Promise<client.Configuration> {
+async function configure(provider: UpstreamProvider, { timeoutMs, allowHttp }: { timeoutMs: number; allowHttp?: boolean }): Promise<client.Configuration> {
   return cachedConfiguration(provider, async () => {
     const endpoints = githubEndpoints(provider.settings);
     // No authorization_response_iss_parameter_supported in this metadata: GitHub sends no `iss`
@@ -50,7 +50,7 @@ async function configure(provider: UpstreamProvider, { timeoutMs }: { timeoutMs:
       undefined,
       client.ClientSecretPost(provider.clientSecret),
     );
-    return prepare(config, new URL(endpoints.base), timeoutMs, githubTokenErrors(timedFetch(timeoutMs), endpoints.token));
+    return prepare(config, new URL(endpoints.base), timeoutMs, githubTokenErrors(timedFetch(timeoutMs), endpoints.token), allowHttp);
   });
 }
 

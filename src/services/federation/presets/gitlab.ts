@@ -24,8 +24,8 @@ export const gitlab: UpstreamKind = {
   ],
   defaultScopes: ['openid', 'email', 'profile'],
   usesIdToken: true,
-  configure(provider, { timeoutMs }) {
-    return cachedConfiguration(provider, () => discover(new URL(provider.settings.base_url || GITLAB_COM), provider, timeoutMs));
+  configure(provider, { timeoutMs, allowHttp }) {
+    return cachedConfiguration(provider, () => discover(new URL(provider.settings.base_url || GITLAB_COM), provider, timeoutMs, undefined, { allowHttp }));
   },
   async profile(config, tokens) {
     return standardProfile(await oidcClaims(config, tokens, 'GitLab'), 'nickname');

@@ -44,8 +44,8 @@ export const google: UpstreamKind = {
   authorizationParameters(provider): Record<string, string> {
     return provider.settings.hd ? { hd: provider.settings.hd } : {};
   },
-  async configure(provider, { timeoutMs }) {
-    const config = await cachedConfiguration(provider, () => discover(new URL(provider.settings.base_url || GOOGLE), provider, timeoutMs));
+  async configure(provider, { timeoutMs, allowHttp }) {
+    const config = await cachedConfiguration(provider, () => discover(new URL(provider.settings.base_url || GOOGLE), provider, timeoutMs, undefined, { allowHttp }));
     hostedDomain.set(config, provider.settings.hd ?? '');
     return config;
   },

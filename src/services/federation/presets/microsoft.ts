@@ -68,7 +68,7 @@ function checkDiscoveredIssuer(issuer: string, tenant: string): void {
  * The discovered issuer is then checked here against the tenant, which openid-client leaves to us
  * once it accepts a differing issuer.
  */
-async function configure(provider: UpstreamProvider, timeoutMs: number): Promise<client.Configuration> {
+async function configure(provider: UpstreamProvider, timeoutMs: number, allowHttp?: boolean): Promise<client.Configuration> {
   const authority = provider.settings.authority || PUBLIC_CLOUD;
   const tenant = parseTenant(provider.settings.tenant ?? '');
   const asked = new URL(`${PUBLIC_CLOUD}/${encodeURIComponent(tenant)}/v2.0`);
@@ -76,7 +76,7 @@ async function configure(provider: UpstreamProvider, timeoutMs: number): Promise
   const base = timedFetch(timeoutMs);
   const discoveryUrl = `${asked.href}/.well-known/openid-configuration`;
   const fetcher: client.CustomFetch = (url, options) => base(url === discoveryUrl ? `${real.href}/.well-known/openid-configuration` : url, options);
-  const config = await discover(asked, provider, timeoutMs, fetcher, { insecure: insecureAllowed(real) });
+  const config = await discover(asked, provider, timeoutMs, fetcher, { insecure: insecureAllowed(real, allowHttp) });
   checkDiscoveredIssuer(config.serverMetadata().issuer, tenant);
   return config;
 }
@@ -102,8 +102,8 @@ export const microsoft: UpstreamKind = {
   ],
   defaultScopes: ['openid', 'email', 'profile'],
   usesIdToken: true,
-  configure(provider, { timeoutMs }) {
-    return cachedConfiguration(provider, () => configure(provider, timeoutMs));
+  configure(provider, { timeoutMs, allowHttp }) {
+    return cachedConfiguration(provider, () => configure(provider, timeoutMs, allowHttp));
   },
   async profile(config, tokens) {
     const claims = await oidcClaims(config, tokens, 'Microsoft');
