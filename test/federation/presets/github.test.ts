@@ -88,6 +88,20 @@ describe('GitHub sign-in kind (a local server answering as GitHub documents)', (
     expect((err as client.ResponseBodyError).error).to.equal('incorrect_client_credentials');
   });
 
+  it('refuses a replayed callback: GitHub takes a code once', async () => {
+    const provider = providerOf(github, { base_url: ghes.url });
+    let replay: URL | undefined;
+    const first = await signIn(github, provider, async (url) => {
+      replay = await approve(url);
+      return replay;
+    });
+    const config = await github.configure(provider, { timeoutMs: 5000 });
+    const err = await client.authorizationCodeGrant(config, replay!, { pkceCodeVerifier: first.verifier, expectedState: first.state })
+      .then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(client.ResponseBodyError);
+    expect((err as client.ResponseBodyError).error).to.equal('bad_verification_code');
+  });
+
   it('refuses a callback whose state is not the one sent', async () => {
     const err = await signIn(github, providerOf(github, { base_url: ghes.url }), async (url) => {
       const callback = await approve(url);

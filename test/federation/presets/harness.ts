@@ -70,7 +70,7 @@ export async function signIn(
     idTokenExpected: kind.usesIdToken,
   });
   const profile = await kind.profile(config, tokens, { timeoutMs: TIMEOUT_MS });
-  return { config, tokens, profile, url };
+  return { config, tokens, profile, url, verifier, state };
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>;
