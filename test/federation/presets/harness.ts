@@ -124,7 +124,13 @@ export async function startOidcUpstream({
   scopeClaims = {},
   idTokenCarriesClaims = true,
   extraRoutes,
+  redirectUris = [CALLBACK],
+  issInResponse = true,
 }: {
+  /** The client's registered callbacks. */
+  redirectUris?: string[];
+  /** false: the `iss` parameter is taken out of the redirects back to the client, as Entra ID sends none. */
+  issInResponse?: boolean;
   mountPath?: string;
   scopeClaims?: Record<string, string[]>;
   /** false: the ID token carries only sub (and the openid scope's claims); the rest is for userinfo. */
@@ -146,7 +152,7 @@ export async function startOidcUpstream({
     clients: [{
       client_id: 'our-client-id',
       client_secret: 'our-client-secret',
-      redirect_uris: [CALLBACK],
+      redirect_uris: redirectUris,
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',
@@ -169,6 +175,14 @@ export async function startOidcUpstream({
   });
   provider.on('server_error', (_ctx, err) => { console.error('upstream server_error', err); });
   const issuerDocument = async () => (await (await fetch(`${issuer}/.well-known/openid-configuration`, { headers: { 'x-upstream-itself': '1' } })).json()) as Record<string, unknown>;
+  app.use(async (ctx, nextMiddleware) => {
+    await nextMiddleware();
+    const location = ctx.response.get('location');
+    if (issInResponse || !location || !redirectUris.some((uri) => location.startsWith(`${uri}?`))) return;
+    const back = new URL(location);
+    back.searchParams.delete('iss');
+    ctx.redirect(back.href);
+  });
   app.use(async (ctx, nextMiddleware) => {
     if (extraRoutes && !ctx.get('x-upstream-itself')) {
       const body = await extraRoutes(ctx.path, base, issuerDocument);
