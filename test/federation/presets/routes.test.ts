@@ -11,7 +11,7 @@ import { describeEachProfile, useIdp } from '../../helpers/app.js';
 import { Browser } from '../../helpers/browser.js';
 import { filledForm, inputValue, unescapeHtml } from '../../helpers/html.js';
 import { fakeGitHub, octocat } from './github-standin.js';
-import { listen } from './harness.js';
+import { listen, startOidcUpstream } from './harness.js';
 
 /**
  * The GitHub kind through the sign-in pages: Continue with GitHub, the stand-in's round trip, the
@@ -82,6 +82,63 @@ const FLOW_PAGES = existsSync(fileURLToPath(new URL('../../../src/web/federation
     expect(failed.status).to.be.within(400, 599);
     expect(failed.status).to.not.equal(500);
     expect(failed.text).to.include('GitHub');
+  });
+});
+
+
+const TENANT = '0b9a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d';
+
+/** Entra ID's multi-tenant template issuer through the sign-in pages: the ID token checked against its own tid. */
+(FLOW_PAGES ? describeEachProfile : describeSkipped)('Sign-in with Microsoft (organizations) through the sign-in pages (a real oidc-provider laid out as Entra ID)', (profile) => {
+  const idp = useIdp(profile);
+  let entra: Awaited<ReturnType<typeof startOidcUpstream>>;
+
+  before(async () => {
+    entra = await startOidcUpstream({
+      mountPath: `/${TENANT}/v2.0`,
+      redirectUris: [`${idp.url}/login/callback/ms`],
+      issInResponse: false,
+      scopeClaims: { openid: ['sub', 'tid'], email: ['email', 'xms_edov'], profile: ['name', 'preferred_username'] },
+      async extraRoutes(path, base, issuerDocument) {
+        if (path !== '/organizations/v2.0/.well-known/openid-configuration') return undefined;
+        const { authorization_response_iss_parameter_supported: _dropped, ...doc } = await issuerDocument();
+        return { ...doc, issuer: `${base}/{tenantid}/v2.0` };
+      },
+    });
+    await insertSignInProvider(idp.db, {
+      slug: 'ms', kind: 'microsoft', name: 'Microsoft', client_id: 'our-client-id',
+      client_secret: sealClientSecret(undefined, 'our-client-secret'), scopes: '',
+      settings: JSON.stringify({ tenant: 'organizations', authority: entra.base }), allow_sign_up: true, allowed_domains: '', trust_mfa: false, position: 0,
+    }, now());
+  });
+  after(() => entra?.close());
+
+  async function continueWithMicrosoft(b: Browser) {
+    const page = await b.get('/login').expect(200);
+    const moving = await b.fill(page, '/login/upstream/ms').expect(200);
+    const href = unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(moving.text)?.[1] ?? '');
+    expect(href.startsWith(`${entra.base}/${TENANT}/v2.0/auth?`), href).to.equal(true);
+    return b.follow(href);
+  }
+
+  it('signs up a person of any organization, the address unverified without xms_edov', async () => {
+    const id = randomBytes(3).toString('hex');
+    entra.accounts.set(`sub-${id}`, { claims: { tid: TENANT, name: 'Ada', preferred_username: `ada-${id}@contoso.example`, email: `ada-${id}@contoso.example` } });
+    entra.signInAs(`sub-${id}`);
+    const signUp = await continueWithMicrosoft(new Browser(idp.url, { also: [entra.base] }));
+    expect(signUp.url.pathname).to.equal('/login/continue/sign-up');
+    expect(inputValue(signUp.text, 'username')).to.equal(`ada-${id}`);
+    expect(signUp.text).to.include('data-testid="sign-up-email-unverified"');
+  });
+
+  it('refuses an ID token whose tid is not the tenant its iss names, on a failure page', async () => {
+    const id = randomBytes(3).toString('hex');
+    entra.accounts.set(`sub-${id}`, { claims: { tid: '9f8e7d6c-5b4a-4f3e-9d2c-1b0a9f8e7d6c', name: 'Mallory', email: `m-${id}@contoso.example`, xms_edov: true } });
+    entra.signInAs(`sub-${id}`);
+    const failed = await continueWithMicrosoft(new Browser(idp.url, { also: [entra.base] }));
+    expect(failed.url.pathname).to.equal('/login/callback/ms');
+    expect(failed.status).to.equal(502);
+    expect(failed.text).to.include('could not be verified');
   });
 });
 
