@@ -174,10 +174,10 @@ function renderFailure(ctx: Context, deps: WebDeps, failure: UpstreamFailure, op
   }, failure.status);
 }
 
-/** Counts a failed upstream sign-in against the sign-in limits, with its attempt when it had one. */
-async function countFailure(deps: WebDeps, ctx: Context, slug: string, trip: RoundTrip | undefined): Promise<void> {
+/** Counts a failed upstream sign-in against the sign-in limits of the address (per provider). */
+async function countFailure(deps: WebDeps, ctx: Context, slug: string): Promise<void> {
   try {
-    const attempt = trip?.attempt ?? (await deps.limits.beforeSignIn(limitKey(slug, ctx.ip), ctx.ip));
+    const attempt = await deps.limits.beforeSignIn(limitKey(slug, ctx.ip), ctx.ip);
     await deps.limits.signInFailed(attempt);
   } catch (err) {
     if (!(err instanceof RetryLaterError)) throw err;
@@ -201,6 +201,7 @@ export async function startUpstream(
   const kind = kindOf(provider.kind);
   try {
     if (!kind || provider.disabled) throw new UpstreamFailure('disabled', 403, `Signing in with ${provider.name} is turned off on this server.`);
+    // An address blocked by the sign-in limits may not start; starting takes no point (only failures do).
     const attempt = await deps.limits.beforeSignIn(limitKey(provider.slug, ctx.ip), ctx.ip).catch((err: unknown) => {
       if (err instanceof RetryLaterError) {
         ctx.set('Retry-After', String(err.retryAfterS));
@@ -208,15 +209,15 @@ export async function startUpstream(
       }
       throw err;
     });
+    await deps.limits.signInNotChecked(attempt);
     let config;
     try {
       config = await configurationOf(provider, kind, { allowHttp: deps.config.env !== 'production' });
     } catch (err) {
-      await deps.limits.signInNotChecked(attempt);
       throw failureOf(err, provider.name);
     }
     const { url, trip } = await beginRoundTrip(config, provider, kind, { issuer: deps.config.issuer, intent: options.intent, userId: options.userId, place });
-    cookiesOf(deps).trip.set(ctx, { ...trip, attempt });
+    cookiesOf(deps).trip.set(ctx, trip);
     ctx.redirect(url.href);
   } catch (err) {
     if (!(err instanceof UpstreamFailure)) throw err;
@@ -295,7 +296,6 @@ export function federationRoutes(deps: WebDeps): Router {
       const config = await configurationOf(provider, kind, { allowHttp: deps.config.env !== 'production' }).catch((err: unknown) => Promise.reject(failureOf(err, provider.name)));
       const current = new URL(`${callbackUrl(deps.config.issuer, slug)}${ctx.querystring ? `?${ctx.querystring}` : ''}`);
       const profile = await finishRoundTrip(config, kind, trip, current, provider.name);
-      if (trip.attempt) await deps.limits.signInSucceeded(trip.attempt);
       place = trip.place;
       if (trip.intent === 'link') return await finishLink(ctx, provider, profile, trip.userId);
       const decision = await decide(deps.db, provider, profile);
@@ -309,7 +309,7 @@ export function federationRoutes(deps: WebDeps): Router {
       ctx.redirect(decision.step === 'link' ? '/login/continue/link' : '/login/continue/sign-up');
     } catch (err) {
       if (!(err instanceof UpstreamFailure)) throw err;
-      if (err.reason !== 'disabled') await countFailure(deps, ctx, slug, trip);
+      if (err.reason !== 'disabled') await countFailure(deps, ctx, slug);
       renderFailure(ctx, deps, err, { slug, providerName, place });
     }
   });

@@ -9,7 +9,6 @@ import type { KeyCipher } from '../../key-encryption.js';
 import type { UpstreamResult } from '../../metrics.js';
 import { isDisabled } from '../../policies/site.js';
 import { now } from '../../time.js';
-import type { SignInAttempt } from '../limits.js';
 import { noPasswordHash } from '../passwords.js';
 import * as rules from '../rules.js';
 import { isUniqueViolation } from '../../db/knex.js';
@@ -59,8 +58,6 @@ export interface RoundTrip {
   /** With intent `link`: the account the identity is linked to. */
   userId?: number;
   place: Place;
-  /** The sign-in limits' keys of this attempt, so its end gives back or keeps its points. */
-  attempt?: SignInAttempt;
 }
 
 /** A provider the pages may use: known kind, not disabled. */
