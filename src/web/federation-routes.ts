@@ -250,7 +250,7 @@ export function federationRoutes(deps: WebDeps): Router {
   /** Signs in (the site's session, or the flow's step), or asks for this account's second factor first. */
   async function signInAs(ctx: Context, user: LoginRow, amr: string[], place: Place, options: { askSecondFactor: boolean }): Promise<void> {
     if (options.askSecondFactor && user.two_factor) {
-      await secondFactor.needed(ctx, user, 'flow' in place ? { flow: place.flow } : 'site');
+      await secondFactor.needed(ctx, user, 'flow' in place ? { flow: place.flow } : 'site', 'fed');
       if ('flow' in place) return ctx.redirect(`/interaction/${place.flow}/two-factor`);
       return ctx.redirect(`/login/two-factor?return_to=${encodeURIComponent(place.site)}`);
     }

@@ -25,7 +25,7 @@ const RP_CALLBACK = 'http://127.0.0.1:9999/third-party/callback';
 const unique = () => randomBytes(4).toString('hex');
 
 describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile) => {
-  const idp = useIdp(profile);
+  const idp = useIdp(profile, { METRICS_PORT: '0' });
   let upstream: Awaited<ReturnType<typeof startUpstreamProvider>>;
   let silent: Awaited<ReturnType<typeof startSilentServer>>;
   const providerIds: Record<string, number> = {};
@@ -323,8 +323,8 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     expect(await signedInAs(b)).to.equal(owner.username);
   });
 
-  it('signs in upstream in the middle of a third-party app\'s authorization flow, then consent, code and an ID token whose amr has fed', async () => {
-    const p = person();
+  /** A third-party application's authorization flow through openid-client, up to our sign-in page; `finish` takes a redirect into its callback to the ID token's claims. */
+  async function thirdPartyFlow(b: Browser) {
     const app = await makeClient(idp.db, { redirectUri: RP_CALLBACK });
     const config = await client.discovery(new URL(idp.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });
     const verifier = client.randomPKCECodeVerifier();
@@ -338,26 +338,84 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
       state,
       nonce,
     });
-    const b = browser();
     const loginPage = await b.follow(authorizeUrl.href).expect(200);
     expect(loginPage.url.pathname).to.match(/^\/interaction\//);
-    const signUp = await continueWith(b, 'upstream', { from: loginPage });
+    return {
+      loginPage,
+      /** Consents on the consent page and exchanges the code: the ID token's claims. */
+      async consentAndExchange(consent: Page) {
+        expect(consent.text).to.include('Authorize');
+        const confirm = filledForm(consent.text, '/confirm');
+        const redirect = await b.follow(await b.postForm(confirm.action, confirm.fields), RP_CALLBACK);
+        const callback = new URL(redirect.headers.get('location')!);
+        expect(callback.href.startsWith(RP_CALLBACK)).to.equal(true);
+        const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+        return tokens.claims()!;
+      },
+    };
+  }
+
+  it('signs in upstream in the middle of a third-party app\'s authorization flow, then consent, code and an ID token whose amr has fed', async () => {
+    person();
+    const b = browser();
+    const flow = await thirdPartyFlow(b);
+    expect(flow.loginPage.text).to.include('Continue with Upstream upstream');
+    const signUp = await continueWith(b, 'upstream', { from: flow.loginPage });
     expect(signUp.url.pathname).to.equal('/login/continue/sign-up');
     const username = `flow-${unique()}`;
     const form = filledForm(signUp.text, '/login/continue/sign-up', { username });
     // The sign-up hands the sign-in back to the flow, which goes on to the consent page.
     const consent = await b.follow(await b.postForm(form.action, form.fields).expect(302)).expect(200);
-    expect(consent.text).to.include('Authorize');
-    const confirm = filledForm(consent.text, '/confirm');
-    const redirect = await b.follow(await b.postForm(confirm.action, confirm.fields), RP_CALLBACK);
-    const callback = new URL(redirect.headers.get('location')!);
-    expect(callback.href.startsWith(RP_CALLBACK)).to.equal(true);
-
-    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
-    const claims = tokens.claims()!;
+    const claims = await flow.consentAndExchange(consent);
     expect(claims.amr).to.deep.equal(['fed']);
     expect(claims.sub).to.equal(String((await findUserByUsername(idp.db, username))!.id));
-    expect(p.sub).to.be.a('string');
+  });
+
+  it('keeps the flow through the account\'s second factor after an upstream sign-in: amr fed and mfa', async () => {
+    const owner = await makeUser(idp.db);
+    const { codes } = await withTwoFactor(idp.db, owner);
+    const p = person();
+    await insertIdentity(idp.db, { userId: owner.id, providerId: providerIds.upstream!, subject: p.sub, username: p.preferred_username!, email: p.email!, at: now() });
+    const b = browser();
+    const flow = await thirdPartyFlow(b);
+    const challenge = await continueWith(b, 'upstream', { from: flow.loginPage });
+    expect(challenge.url.pathname).to.match(/^\/interaction\/[^/]+\/two-factor$/);
+    const form = filledForm(challenge.text, '/two-factor', { code: codes[0]! });
+    const consent = await b.follow(await b.postForm(new URL(form.action, challenge.url), form.fields).expect(303)).expect(200);
+    const claims = await flow.consentAndExchange(consent);
+    expect(claims.amr).to.deep.equal(['fed', 'mfa']);
+    expect(claims.sub).to.equal(String(owner.id));
+  });
+
+  it('counts each result in the metrics, by provider', async () => {
+    const count = async (result: string) => {
+      const metrics = await (await fetch(idp.metricsUrl!)).text();
+      return Number(new RegExp(`idp_upstream_sign_ins_total\\{provider="corp",result="${result}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    };
+    const [denied, signUp] = [await count('denied'), await count('sign_up')];
+    upstream.state.deny = true;
+    await continueWith(browser(), 'corp');
+    upstream.state.deny = false;
+    person({ email: `metrics-${unique()}@corp.example.test` });
+    await continueWith(browser(), 'corp');
+    expect(await count('denied')).to.equal(denied + 1);
+    expect(await count('sign_up')).to.equal(signUp + 1);
+  });
+
+  it('counts failures in the sign-in limits: an address that keeps failing may not start again for a while', async () => {
+    upstream.state.deny = true;
+    const b = browser();
+    let page = await b.get('/login').expect(200);
+    for (let i = 0; i < 5; i += 1) {
+      page = await b.follow(await b.fill(page, '/login/upstream/upstream').expect(302)).expect(403);
+    }
+    const refused = await b.fill(page, '/login/upstream/upstream').expect(429);
+    expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
+    expect(refused.text).to.include('Too many failed sign-in attempts');
+    // Another address is not held back.
+    upstream.state.deny = false;
+    person();
+    expect((await continueWith(browser(), 'upstream')).url.pathname).to.equal('/login/continue/sign-up');
   });
 });
 
