@@ -218,7 +218,10 @@ export async function startUpstream(
     }
     const { url, trip } = await beginRoundTrip(config, provider, kind, { issuer: deps.config.issuer, intent: options.intent, userId: options.userId, place });
     cookiesOf(deps).trip.set(ctx, trip);
-    ctx.redirect(url.href);
+    // A page that moves on by itself, not a redirect: the sign-in page's Content-Security-Policy
+    // (form-action 'self') also governs the redirects that follow a form, and the provider's
+    // address is not 'self'. Its link is there for a browser that does not follow the refresh.
+    render(ctx, 'upstream-redirect', { title: `Continuing to ${provider.name}`, providerName: provider.name, refreshTo: url.href });
   } catch (err) {
     if (!(err instanceof UpstreamFailure)) throw err;
     renderFailure(ctx, deps, err, { slug: provider.slug, providerName: provider.name, place });

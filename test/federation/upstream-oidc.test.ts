@@ -10,7 +10,7 @@ import { now } from '../../src/time.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
 import { makeClient, makeUser } from '../helpers/factories.js';
-import { filledForm, inputValue } from '../helpers/html.js';
+import { filledForm, inputValue, unescapeHtml } from '../helpers/html.js';
 import { withTwoFactor } from '../helpers/totp.js';
 import { startSilentServer, startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamPerson } from './upstream-server.js';
 
@@ -83,9 +83,16 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
   async function continueWith(b: Browser, slug: string, options: { stopAtCallback?: boolean; from?: Page } = {}): Promise<Page> {
     const page = options.from ?? (await b.get('/login').expect(200));
     expect(page.text).to.include(`Continue with Upstream ${slug}`);
-    const started = await b.fill(page, `/login/upstream/${slug}`).expect(302);
-    expect(started.headers.get('location')!.startsWith(`${upstream.url}/auth?`)).to.equal(true);
-    return b.follow(started, options.stopAtCallback ? `${idp.url}/login/callback/` : undefined);
+    return b.follow(await start(b, page, slug), options.stopAtCallback ? `${idp.url}/login/callback/` : undefined);
+  }
+
+  /** Clicks Continue with <slug> (or Try again) on `page`: the page that moves on to the provider, and the authorization request it leads to. */
+  async function start(b: Browser, page: Page, slug: string): Promise<string> {
+    const moving = await b.fill(page, `/login/upstream/${slug}`).expect(200);
+    const href = unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(moving.text)?.[1] ?? '');
+    expect(moving.text).to.include(`<meta http-equiv="refresh" content="0;url=${href.replaceAll('&', '&amp;')}">`);
+    expect(href.startsWith(`${upstream.url}/auth?`), href).to.equal(true);
+    return href;
   }
 
   async function signedInAs(b: Browser): Promise<string | undefined> {
@@ -237,7 +244,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     // Try again starts a new round trip, which now signs in.
     upstream.state.deny = false;
     person();
-    const retried = await b.follow(await b.fill(page, '/login/upstream/upstream').expect(302));
+    const retried = await b.follow(await start(b, page, 'upstream'));
     expect(retried.url.pathname).to.equal('/login/continue/sign-up');
   });
 
@@ -407,7 +414,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     const b = browser();
     let page = await b.get('/login').expect(200);
     for (let i = 0; i < 5; i += 1) {
-      page = await b.follow(await b.fill(page, '/login/upstream/upstream').expect(302)).expect(403);
+      page = await b.follow(await start(b, page, 'upstream')).expect(403);
     }
     const refused = await b.fill(page, '/login/upstream/upstream').expect(429);
     expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
