@@ -20,9 +20,10 @@ import { launchChromium } from './support.js';
  * signs in and consents there, makes their account at A from B's profile, then consents at A and
  * the application gets its code. A person whose address already has an account at A links it by
  * its password. The sign-in page with providers, the sign-up and the link pages are
- * photographed at 1200 and 390 px into docs/screenshots/.
+ * photographed at 1200 and 390 px into tmp/screenshots/.
  */
-const SHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+/** Where this test leaves its screenshots to look at (the README's are taken by docs/screenshots/take-federation.ts). */
+const SHOTS = fileURLToPath(new URL('../../tmp/screenshots/', import.meta.url));
 const SLUG = 'horizon-b';
 
 describeEachProfile('Signing in with another Horizon ID in a real browser', function (profile) {
