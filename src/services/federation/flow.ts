@@ -139,7 +139,8 @@ export function failureOf(err: unknown, providerName: string): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
   const chain = causes(err);
   const named = (name: string) => chain.some((e) => e instanceof Error && e.name === name);
-  const detail = chain.map((e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))).join(' <- ').slice(0, 500);
+  // Only the errors' own words: a cause may be the callback's parameters, and its code is a credential.
+  const detail = chain.filter((e): e is Error => e instanceof Error).map((e) => `${e.name}: ${e.message}`).join(' <- ').slice(0, 500);
   if (named('TimeoutError') || named('AbortError')) {
     return new UpstreamFailure('timeout', 504, `${providerName} did not answer in time. It may be busy or unreachable: try again in a moment, or use another way to sign in.`, detail);
   }
