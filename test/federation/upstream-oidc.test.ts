@@ -330,6 +330,40 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     expect(await signedInAs(b)).to.equal(owner.username);
   });
 
+  it('answers whatever a stranger sends to the callback and the pages after it with a page that says so, never a 5xx', async () => {
+    const b = browser();
+    const page = await b.get('/login').expect(200);
+    const strange = [
+      '/login/callback/upstream?code=forged&state=forged',
+      '/login/callback/no-such-provider?code=x&state=y',
+      '/login/callback/UPPER%00case',
+      `/login/callback/upstream?${'a'.repeat(3000)}=1`,
+      '/login/callback/upstream?state=a&state=b&code=c&code=d',
+      '/login/continue/link',
+      '/login/continue/sign-up',
+      '/interaction/not-a-flow/upstream',
+    ];
+    for (const path of strange) {
+      const answer = await b.get(path);
+      expect(answer.status, path).to.be.within(400, 499);
+      expect(answer.text, path).to.not.match(/at \w+ \(|node_modules|Error:/);
+    }
+    for (const path of ['/login/continue/link', '/login/continue/sign-up']) {
+      const answer = await b.submit(path, { password: 'x', code: '1', username: 'x', name: 'y' });
+      expect(answer.status, path).to.equal(400);
+    }
+    // A round trip under way, and an answer with its state twice, a missing code, or a tampered cookie.
+    const started = await start(b, page, 'upstream');
+    const state = new URL(started).searchParams.get('state')!;
+    const doubled = await b.get(`/login/callback/upstream?state=${state}&state=${state}`);
+    expect(doubled.status).to.equal(400);
+    await start(b, page, 'upstream');
+    const jar = b.cookies();
+    for (const [name, value] of jar) if (name.startsWith('idp_upstream') && !name.endsWith('.sig')) jar.set(name, `${value.slice(0, -2)}AA`);
+    const tampered = await b.get(`/login/callback/upstream?state=${state}&code=x`).expect(400);
+    expect(tampered.text).to.include('already finished');
+  });
+
   /** A third-party application's authorization flow through openid-client, up to our sign-in page; `finish` takes a redirect into its callback to the ID token's claims. */
   async function thirdPartyFlow(b: Browser) {
     const app = await makeClient(idp.db, { redirectUri: RP_CALLBACK });
