@@ -297,6 +297,19 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     expect(answer.text).to.include('did not answer in time');
   });
 
+  it('answers within about five seconds when the upstream\'s token endpoint does not answer', async function () {
+    this.timeout(15_000);
+    const p = person();
+    const b = browser();
+    const answer = await continueWith(b, 'upstream', { stopAtCallback: true });
+    upstream.state.tamper = 'hang-token';
+    const started = Date.now();
+    const page = await b.get(answer.headers.get('location')!).expect(504);
+    expect(Date.now() - started).to.be.within(4500, 9000);
+    expect(page.text).to.include('did not answer in time');
+    expect(await findIdentity(idp.db, providerIds.upstream!, p.sub)).to.equal(undefined);
+  });
+
   it('still asks the account\'s own second factor when the provider is not trusted for it', async () => {
     const owner = await makeUser(idp.db);
     const { codes } = await withTwoFactor(idp.db, owner);

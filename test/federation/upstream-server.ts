@@ -11,7 +11,8 @@ import { listen } from '../helpers/app.js';
  * - `nonce`: the authorization request's nonce is replaced, so the ID token carries another;
  * - `audience`: the code is asked for, and redeemed, as another client of the same provider, so
  *   the ID token is for another audience;
- * - `iss`: the `iss` of the authorization response (RFC 9207) names another issuer.
+ * - `iss`: the `iss` of the authorization response (RFC 9207) names another issuer;
+ * - `hang-token`: the token endpoint accepts the request and never answers.
  */
 export interface UpstreamPerson {
   sub: string;
@@ -31,7 +32,7 @@ export async function startUpstreamProvider(callbacks: () => string[]) {
     person: { sub: 'upstream-1' } as UpstreamPerson,
     amr: ['pwd'] as string[],
     deny: false,
-    tamper: undefined as undefined | 'nonce' | 'audience' | 'iss',
+    tamper: undefined as undefined | 'nonce' | 'audience' | 'iss' | 'hang-token',
     /** Authorization requests seen (after tampering), for the tests' checks. */
     seen: [] as URL[],
   };
@@ -96,6 +97,7 @@ export async function startUpstreamProvider(callbacks: () => string[]) {
       if (state.tamper === 'audience') url.searchParams.set('client_id', OTHER_CLIENT.id);
       state.seen.push(new URL(url));
     }
+    if (url.pathname === '/token' && state.tamper === 'hang-token') return;
     if (url.pathname === '/token' && state.tamper === 'audience') {
       headers.authorization = `Basic ${Buffer.from(`${OTHER_CLIENT.id}:${OTHER_CLIENT.secret}`).toString('base64')}`;
     }
