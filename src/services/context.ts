@@ -8,6 +8,11 @@ export interface Actor {
   admin?: boolean;
   /** Acting through a personal access token: what the token may reach (see `accessGroup`). */
   token?: PersonalTokenLimits;
+  /**
+   * A page's session signed in through a sign-in provider trusted for two-factor, whose own second
+   * factor counted: it counts as two-factor for groups that require it.
+   */
+  upstreamSecondFactor?: boolean;
 }
 
 /** What limits a personal access token beyond its scopes. */

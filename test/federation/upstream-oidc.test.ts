@@ -9,7 +9,8 @@ import { hasPassword } from '../../src/services/passwords.js';
 import { now } from '../../src/time.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
-import { makeClient, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeClient, makeGroup, makeUser } from '../helpers/factories.js';
+import { addMember } from '../../src/services/groups.js';
 import { filledForm, inputValue, unescapeHtml } from '../helpers/html.js';
 import { withTwoFactor } from '../helpers/totp.js';
 import { startSilentServer, startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamPerson } from './upstream-server.js';
@@ -375,6 +376,26 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     for (const [name, value] of jar) if (name.startsWith('idp_upstream') && !name.endsWith('.sig')) jar.set(name, `${value.slice(0, -2)}AA`);
     const tampered = await b.get(`/login/callback/upstream?state=${state}&code=x`).expect(400);
     expect(tampered.text).to.include('already finished');
+  });
+
+  it('lets a sign-in whose trusted upstream second factor counted into a group that requires two-factor, and not one without', async () => {
+    const owner = await makeUser(idp.db);
+    const member = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: member.username, role: 'member' });
+    await idp.db('groups').where({ id: group.id }).update({ require_two_factor: true });
+    const p = person();
+    await insertIdentity(idp.db, { userId: member.id, providerId: providerIds.trusted!, subject: p.sub, username: p.preferred_username!, email: p.email!, at: now() });
+
+    upstream.state.amr = ['pwd'];
+    const oneFactor = browser();
+    expect((await continueWith(oneFactor, 'trusted')).url.pathname).to.equal('/groups');
+    await oneFactor.get(`/groups/${group.path}`).expect(403);
+
+    upstream.state.amr = ['pwd', 'hwk', 'mfa'];
+    const twoFactors = browser();
+    expect((await continueWith(twoFactors, 'trusted')).url.pathname).to.equal('/groups');
+    await twoFactors.get(`/groups/${group.path}`).expect(200);
   });
 
   /** A third-party application's authorization flow through openid-client, up to our sign-in page; `finish` takes a redirect into its callback to the ID token's claims. */
