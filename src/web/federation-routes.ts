@@ -162,7 +162,9 @@ function renderFailure(ctx: Context, deps: WebDeps, failure: UpstreamFailure, op
   const place = options.place ?? { site: '/groups' };
   deps.log.warn({ provider: options.slug, reason: failure.reason, detail: failure.detail }, 'upstream sign-in failed');
   if (options.slug) deps.metrics.upstreamSignIn(options.slug, failure.reason);
-  const retry = options.slug && failure.reason !== 'disabled' && failure.reason !== 'account_disabled' && failure.reason !== 'identity_taken'
+  const linking = 'site' in place && place.site === SIGN_IN_METHODS_PAGE;
+  // Linking starts again from Sign-in methods, where it asks for a fresh password first.
+  const retry = options.slug && !linking && failure.reason !== 'disabled' && failure.reason !== 'account_disabled' && failure.reason !== 'identity_taken'
     ? { action: `/login/upstream/${options.slug}`, uid: 'flow' in place ? place.flow : '', returnTo: 'site' in place ? place.site : '' }
     : null;
   render(ctx, 'upstream-error', {
@@ -170,7 +172,7 @@ function renderFailure(ctx: Context, deps: WebDeps, failure: UpstreamFailure, op
     message: failure.message,
     retry,
     otherWay: signInPageOf(place),
-    linking: 'site' in place && place.site === SIGN_IN_METHODS_PAGE,
+    linking,
   }, failure.status);
 }
 
