@@ -188,8 +188,8 @@ async function countFailure(deps: WebDeps, ctx: Context, slug: string): Promise<
 
 /**
  * Sends the browser to the provider to sign in (`intent: 'sign-in'`) or to link the identity to
- * the signed-in account `userId` (`intent: 'link'`), after counting the attempt in the sign-in
- * limits. `returnTo` is where a site sign-in goes on; `flow`, an authorization flow's interaction.
+ * the signed-in account `userId` (`intent: 'link'`), unless the sign-in limits hold this address
+ * back (failures count, starting does not). `returnTo` is where a site sign-in goes on; `flow`, an authorization flow's interaction.
  * When it cannot start (the provider unusable or not answering, too many attempts), the failure
  * page is shown instead.
  */
