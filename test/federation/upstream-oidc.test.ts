@@ -213,6 +213,14 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     // An allowed domain goes on to the sign-up page.
     person({ email: `someone-${unique()}@corp.example.test` });
     expect((await continueWith(browser(), 'corp')).url.pathname).to.equal('/login/continue/sign-up');
+
+    // An identity linked already is held to the domains too (its address at the provider may have changed).
+    const owner = await makeUser(idp.db);
+    const moved = person({ email: `moved-${unique()}@elsewhere.test` });
+    await insertIdentity(idp.db, { userId: owner.id, providerId: providerIds.corp!, subject: moved.sub, username: moved.preferred_username!, email: moved.email!, at: now() });
+    const linkedRefused = browser();
+    expect((await continueWith(linkedRefused, 'corp')).status).to.equal(403);
+    await expectSignedOut(linkedRefused);
   });
 
   it('makes no account when the provider does not allow new accounts', async () => {

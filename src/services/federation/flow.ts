@@ -210,13 +210,14 @@ export function checkDomain(provider: UpstreamProvider, profile: UpstreamProfile
 
 /** The way on for an upstream identity signing in (not linking): see the order at the top of this file. */
 export async function decide(db: Knex, provider: UpstreamProvider, profile: UpstreamProfile): Promise<Decision> {
+  // The allowed domains hold for every sign-in through the provider, linked identities' too.
+  checkDomain(provider, profile);
   const linked = await findIdentity(db, provider.id, profile.subject);
   if (linked) {
     const user = await loginRowById(db, linked.user_id);
     if (!user || isDisabled(user)) throw new UpstreamFailure('account_disabled', 403, 'The account linked to this sign-in is disabled. Contact the site administrator.');
     return { step: 'sign-in', user, identityId: linked.id };
   }
-  checkDomain(provider, profile);
   const holder = profile.email ? await findUserByLogin(db, profile.email) : undefined;
   if (holder) {
     if (!profile.emailVerified) {
