@@ -12,6 +12,7 @@ import { Browser, type Page } from '../helpers/browser.js';
 import { groupAccess, makeClient, makeGroup, makeUser } from '../helpers/factories.js';
 import { addMember } from '../../src/services/groups.js';
 import { filledForm, inputValue, unescapeHtml } from '../helpers/html.js';
+import { useMailServer } from '../helpers/smtp.js';
 import { withTwoFactor } from '../helpers/totp.js';
 import { startSilentServer, startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamPerson } from './upstream-server.js';
 
@@ -26,7 +27,8 @@ const RP_CALLBACK = 'http://127.0.0.1:9999/third-party/callback';
 const unique = () => randomBytes(4).toString('hex');
 
 describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile) => {
-  const idp = useIdp(profile, { METRICS_PORT: '0' });
+  const smtp = useMailServer();
+  const idp = useIdp(profile, () => ({ METRICS_PORT: '0', SMTP_URL: smtp.url }));
   let upstream: Awaited<ReturnType<typeof startUpstreamProvider>>;
   let silent: Awaited<ReturnType<typeof startSilentServer>>;
   const providerIds: Record<string, number> = {};
@@ -172,6 +174,8 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     await b.fill(wrong, '/login/continue/link', { Password: owner.password }).expect(302, '/groups');
     expect(await signedInAs(b)).to.equal(owner.username);
     expect((await findIdentity(idp.db, providerIds.upstream!, p.sub))!.user_id).to.equal(owner.id);
+    const notice = await smtp.nextWith(owner.email, 'A sign-in method was linked');
+    expect(notice.text).to.include('Your account can now be signed in to with Upstream upstream.');
 
     // The link is used once: the page again finds nothing waiting.
     await b.get('/login/continue/link').expect(400);
