@@ -41,7 +41,7 @@ export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
     ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
-    ctx.state.sessionAmr = ctx.state.user ? await deps.sessions.amr(ctx) : [];
+    ctx.state.upstreamSecondFactor = ctx.state.user ? await deps.sessions.upstreamSecondFactor(ctx) : false;
     ctx.state.signupOpen = signupOpen;
     ctx.state.mailToFiles = mailToFiles;
     await next();
@@ -55,8 +55,9 @@ export function requireUser(ctx: Context): UserRow {
 }
 
 export function actorOf(ctx: Context): Actor {
-  const amr = (ctx.state.sessionAmr ?? []) as string[];
-  return { userId: requireUser(ctx).id, ip: ctx.ip ?? null, ...(amr.includes('fed') && amr.includes('mfa') ? { upstreamSecondFactor: true } : {}) };
+  const actor: Actor = { userId: requireUser(ctx).id, ip: ctx.ip ?? null };
+  if (ctx.state.upstreamSecondFactor) actor.upstreamSecondFactor = true;
+  return actor;
 }
 
 /** Form fields as strings (a repeated field keeps its first value), for re-showing and validating. */

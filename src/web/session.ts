@@ -46,11 +46,15 @@ export class SiteSessions {
     return Number(session.accountId);
   }
 
-  /** How the request's session signed in (its `amr`: `pwd`, `otp`, `hwk`, `fed`, `mfa`, …); empty when signed out. */
-  async amr(ctx: Context): Promise<string[]> {
+  /**
+   * Whether the request's session signed in through a sign-in provider trusted for two-factor
+   * whose own second factor counted (`amr` fed and mfa): such a session counts as two-factor for
+   * groups that require it, as the account's own second factor does.
+   */
+  async upstreamSecondFactor(ctx: Context): Promise<boolean> {
     const session = await this.session(ctx);
-    const amr = session?.accountId ? (session as { amr?: unknown }).amr : undefined;
-    return Array.isArray(amr) ? amr.filter((method): method is string => typeof method === 'string') : [];
+    const amr = (session as { amr?: unknown } | undefined)?.amr;
+    return Boolean(session?.accountId) && Array.isArray(amr) && amr.includes('fed') && amr.includes('mfa');
   }
 
   /** The uid of the request's signed-in session (how Account settings → Sessions names it). */

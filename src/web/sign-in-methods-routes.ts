@@ -1,3 +1,4 @@
+import { startUpstream } from './federation-routes.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
@@ -5,7 +6,6 @@ import { AppError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { openProvider } from '../services/federation/providers.js';
 import { HasPasswordError, setFirstPassword, signInMethodsOf, signInProviderBySlug, unlinkIdentity } from '../services/federation/sign-in-methods.js';
-import type { UpstreamProvider } from '../services/federation/upstream.js';
 import { hasPassword } from '../services/passwords.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
@@ -19,19 +19,6 @@ export const SIGN_IN_METHODS = '/account/settings/sign-in-methods';
 
 /** The Set a password form's labels (the words its errors start with). */
 const SET_PASSWORD_LABELS = { password: 'New password', password_confirmation: 'Confirm new password' };
-
-/**
- * Starts the upstream round trip that links `provider` to the signed-in account. The sign-in
- * flow's `startUpstream(ctx, deps, provider, { intent: 'link', userId })` does it (state, nonce,
- * PKCE, then a redirect to the upstream); until that flow is part of this build, the link is
- * handed to its start address.
- * TODO(merge): replace this function by `import { startUpstream } from './federation-routes.js'`
- * and call `startUpstream(ctx, deps, provider, { intent: 'link', userId: user.id })` below.
- */
-async function startLink(ctx: Context, _deps: WebDeps, provider: UpstreamProvider, options: { intent: 'link'; userId: number; returnTo?: string }): Promise<void> {
-  void options;
-  ctx.redirect(`/login/upstream/${encodeURIComponent(provider.slug)}`);
-}
 
 /**
  * Account settings → Sign-in methods: the password (or Set a password, for an account made by an
@@ -136,7 +123,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
       await renderPage(ctx, user, { link: `Your account is linked to ${row.name} already.` }, 409);
       return;
     }
-    await startLink(ctx, deps, openProvider(row, deps.cipher), { intent: 'link', userId: user.id, returnTo: SIGN_IN_METHODS });
+    await startUpstream(ctx, deps, openProvider(row, deps.cipher), { intent: 'link', userId: user.id });
   });
 
   return router;

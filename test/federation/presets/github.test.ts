@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/presets/discovery.js';
+import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/discovery.js';
 import { github, githubEndpoints, verifiedPrimary } from '../../../src/services/federation/presets/github.js';
 import { kindOf } from '../../../src/services/federation/kinds.js';
 import { approve, fakeGitHub, octocat } from './github-standin.js';

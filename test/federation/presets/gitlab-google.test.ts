@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
-import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/presets/discovery.js';
+import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/discovery.js';
 import { gitlab } from '../../../src/services/federation/presets/gitlab.js';
 import { google } from '../../../src/services/federation/presets/google.js';
 import { kindOf } from '../../../src/services/federation/kinds.js';

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/presets/discovery.js';
+import { UpstreamAnswerError, forgetConfigurations } from '../../../src/services/federation/discovery.js';
 import { microsoft, parseTenant } from '../../../src/services/federation/presets/microsoft.js';
 import { kindOf } from '../../../src/services/federation/kinds.js';
 import { providerOf, signIn, startOidcUpstream } from './harness.js';

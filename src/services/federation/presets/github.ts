@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import type { UpstreamKind, UpstreamProfile, UpstreamProvider } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, parseBaseUrl, prepare, timedFetch } from './discovery.js';
+import { UpstreamAnswerError, cachedConfiguration, parseBaseUrl, prepare, timedFetch } from '../discovery.js';
 
 /**
  * GitHub.com and GitHub Enterprise Server: OAuth 2 (no OpenID Connect, so no ID token), with the

@@ -1,6 +1,6 @@
 import type { UpstreamKind } from '../upstream.js';
-import { cachedConfiguration, discover, parseBaseUrl } from './discovery.js';
-import { oidcClaims, standardProfile } from './oidc-profile.js';
+import { cachedConfiguration, discover, parseBaseUrl } from '../discovery.js';
+import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
  * GitLab.com and self-managed GitLab: an OpenID Connect provider at its own address (its issuer is

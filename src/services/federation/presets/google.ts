@@ -1,7 +1,7 @@
 import type * as client from 'openid-client';
 import type { UpstreamKind } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, discover, parseBaseUrl, stringClaim } from './discovery.js';
-import { oidcClaims, standardProfile } from './oidc-profile.js';
+import { UpstreamAnswerError, cachedConfiguration, discover, parseBaseUrl, stringClaim } from '../discovery.js';
+import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
  * Google accounts (Gmail and Google Workspace): OpenID Connect at https://accounts.google.com.
@@ -54,7 +54,7 @@ export const google: UpstreamKind = {
     const hd = hostedDomain.get(config);
     // `hd` in the request only narrows the chooser; someone can still come back with another account.
     if (hd && stringClaim(claims, 'hd').toLowerCase() !== hd) {
-      throw new UpstreamAnswerError(`the Google account is not one of the ${hd} Workspace domain`);
+      throw new UpstreamAnswerError(`the Google account is not one of the ${hd} Workspace domain`, 'domain');
     }
     return standardProfile(claims, 'preferred_username');
   },

@@ -1,7 +1,7 @@
 import type * as client from 'openid-client';
 import type { UpstreamKind, UpstreamProvider } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, discover, insecureAllowed, parseBaseUrl, stringClaim, timedFetch, trueClaim } from './discovery.js';
-import { oidcClaims, standardProfile } from './oidc-profile.js';
+import { UpstreamAnswerError, cachedConfiguration, discover, insecureAllowed, parseBaseUrl, stringClaim, timedFetch, trueClaim } from '../discovery.js';
+import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
  * Microsoft Entra ID (work and school accounts, and personal Microsoft accounts through the

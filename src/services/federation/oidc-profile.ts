@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import type { UpstreamProfile } from '../upstream.js';
+import type { UpstreamProfile } from './upstream.js';
 import { UpstreamAnswerError, amrClaim, stringClaim, trueClaim } from './discovery.js';
 
 /**

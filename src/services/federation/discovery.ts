@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
-import type { UpstreamProvider } from '../upstream.js';
+import type { UpstreamProvider } from './upstream.js';
 
 /**
  * What the preset kinds share: reading an upstream's discovery document within the sign-in
@@ -14,6 +14,10 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** Raised when an upstream answers in a way its kind does not expect; its message says what went wrong, for the log and the failure page. */
 export class UpstreamAnswerError extends Error {
   override name = 'UpstreamAnswerError';
+  /** `domain`: the person is outside the domain the provider is limited to (a Google Workspace domain), said as a domain not allowed. */
+  constructor(message: string, readonly reason?: 'domain') {
+    super(message);
+  }
 }
 
 /**
@@ -43,19 +47,36 @@ export function prepare(config: client.Configuration, base: URL, timeoutMs: numb
   return config;
 }
 
-/** Discovers `issuer` (its `/.well-known/openid-configuration`) within the timeout, for `provider`'s client. */
-export function discover(
+/** The upstream's client authentication at its token endpoint: client_secret_basic (the default when the document names none) unless it offers only client_secret_post. */
+function clientAuthOf(server: client.ServerMetadata, secret: string): client.ClientAuth {
+  const methods = server.token_endpoint_auth_methods_supported;
+  if (!methods || methods.includes('client_secret_basic') || !methods.includes('client_secret_post')) return client.ClientSecretBasic(secret);
+  return client.ClientSecretPost(secret);
+}
+
+/**
+ * Discovers `issuer` (its `/.well-known/openid-configuration`) within the timeout, for `provider`'s
+ * client, authenticating at the token endpoint as the document offers. Every later request to the
+ * upstream (token, userinfo, keys) goes through `fetcher` with the same timeout.
+ */
+export async function discover(
   issuer: URL,
-  provider: UpstreamProvider,
+  provider: Pick<UpstreamProvider, 'clientId' | 'clientSecret'>,
   timeoutMs: number,
   fetcher = timedFetch(timeoutMs),
   { allowHttp, insecure = insecureAllowed(issuer, allowHttp) }: { allowHttp?: boolean; insecure?: boolean } = {},
 ): Promise<client.Configuration> {
-  return client.discovery(issuer, provider.clientId, undefined, client.ClientSecretPost(provider.clientSecret), {
+  const found = await client.discovery(issuer, provider.clientId, undefined, undefined, {
     [client.customFetch]: fetcher,
     timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
     ...(insecure ? { execute: [client.allowInsecureRequests] } : {}),
   });
+  const server = found.serverMetadata();
+  const config = new client.Configuration(server, provider.clientId, { client_secret: provider.clientSecret }, clientAuthOf(server, provider.clientSecret));
+  config[client.customFetch] = fetcher;
+  config.timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
+  if (insecure) client.allowInsecureRequests(config);
+  return config;
 }
 
 const cache = new Map<number, { version: string; config: Promise<client.Configuration> }>();
