@@ -11,7 +11,7 @@ import { now } from '../../src/time.js';
 import { describeEachProfile, listen, useHooks, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
-import { errorMessage, fieldError, filled, formOf, formsOf, parseForms } from '../helpers/html.js';
+import { errorMessage, fieldError, filled, formOf, formsOf, parseForms, unescapeHtml } from '../helpers/html.js';
 import { ageSession } from '../helpers/sessions.js';
 import { linkIn, useMailServer } from '../helpers/smtp.js';
 
@@ -360,10 +360,13 @@ describeEachProfile('Account settings → Sign-in methods', (profile) => {
       const prompt = await browser.postForm(form.action, filled(form)).expect(403);
       expect(prompt.text).to.include('To link a sign-in method, enter your password again.');
       const confirm = formOf(prompt.text, `${METHODS}/link/${provider.slug}`);
-      const started = await browser.postForm(confirm.action, filled(confirm, { confirm_password: user.password })).expect(302);
-      // The sign-in flow's start (its own address, or already the upstream's authorization endpoint).
-      const location = new URL(started.headers.get('location')!, idp.url);
-      expect([`${idp.url}/login/upstream/${provider.slug}`, `${upstream.url}/auth`]).to.include(`${location.origin}${location.pathname}`);
+      // The round trip starts on a page that moves on by itself to the upstream's authorization endpoint.
+      const started = await browser.postForm(confirm.action, filled(confirm, { confirm_password: user.password })).expect(200);
+      const href = unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(started.text)?.[1] ?? '');
+      const location = new URL(href);
+      expect(`${location.origin}${location.pathname}`).to.equal(`${upstream.url}/auth`);
+      expect(location.searchParams.get('redirect_uri')).to.equal(`${idp.url}/login/callback/${provider.slug}`);
+      expect(location.searchParams.get('code_challenge_method')).to.equal('S256');
       expect(await identitiesOf(user)).to.deep.equal([]);
     });
 

@@ -323,6 +323,40 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     expect(await findIdentity(idp.db, providerIds.upstream!, p.sub)).to.equal(undefined);
   });
 
+  it('links a provider from Account settings → Sign-in methods through the whole round trip, then signs in with it', async () => {
+    const owner = await makeUser(idp.db);
+    const p = person({ email: `other-${unique()}@example.test` });
+    const b = browser();
+    const login = await b.get('/login').expect(200);
+    await b.fill(login, '/login', { 'Username or email': owner.username, Password: owner.password }).expect(302);
+    const methods = await b.get('/account/settings/sign-in-methods').expect(200);
+    // Just signed in with the password: fresh enough to link without being asked again.
+    const moving = await b.fill(methods, '/account/settings/sign-in-methods/link/upstream').expect(200);
+    const href = unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(moving.text)?.[1] ?? '');
+    expect(href.startsWith(`${upstream.url}/auth?`), href).to.equal(true);
+    const back = await b.follow(href).expect(200);
+    expect(back.url.pathname).to.equal('/account/settings/sign-in-methods');
+    expect(back.text).to.include('Linked Upstream upstream.');
+    expect((await findIdentity(idp.db, providerIds.upstream!, p.sub))!.user_id).to.equal(owner.id);
+    const notice = await smtp.nextWith(owner.email, 'A sign-in method was linked');
+    expect(notice.text).to.include('Upstream upstream');
+
+    // The identity now signs in to the account, from a browser that never saw the password.
+    const other = browser();
+    await continueWith(other, 'upstream');
+    expect(await signedInAs(other)).to.equal(owner.username);
+
+    // Someone else linking the same upstream identity is refused: it belongs to the owner's account.
+    const intruder = await makeUser(idp.db);
+    const c = browser();
+    await c.fill(await c.get('/login').expect(200), '/login', { 'Username or email': intruder.username, Password: intruder.password }).expect(302);
+    const theirs = await c.get('/account/settings/sign-in-methods').expect(200);
+    const started = await c.fill(theirs, '/account/settings/sign-in-methods/link/upstream').expect(200);
+    const refused = await c.follow(unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(started.text)?.[1] ?? '')).expect(409);
+    expect(refused.text).to.include('already linked to another account');
+    expect((await findIdentity(idp.db, providerIds.upstream!, p.sub))!.user_id).to.equal(owner.id);
+  });
+
   it('still asks the account\'s own second factor when the provider is not trusted for it', async () => {
     const owner = await makeUser(idp.db);
     const { codes } = await withTwoFactor(idp.db, owner);

@@ -48,7 +48,7 @@ export function prepare(config: client.Configuration, base: URL, timeoutMs: numb
 }
 
 /** The upstream's client authentication at its token endpoint: client_secret_basic (the default when the document names none) unless it offers only client_secret_post. */
-function clientAuthOf(server: client.ServerMetadata, secret: string): client.ClientAuth {
+function clientAuthOf(server: Pick<client.ServerMetadata, 'token_endpoint_auth_methods_supported'>, secret: string): client.ClientAuth {
   const methods = server.token_endpoint_auth_methods_supported;
   if (!methods || methods.includes('client_secret_basic') || !methods.includes('client_secret_post')) return client.ClientSecretBasic(secret);
   return client.ClientSecretPost(secret);
@@ -66,16 +66,17 @@ export async function discover(
   fetcher = timedFetch(timeoutMs),
   { allowHttp, insecure = insecureAllowed(issuer, allowHttp) }: { allowHttp?: boolean; insecure?: boolean } = {},
 ): Promise<client.Configuration> {
-  const found = await client.discovery(issuer, provider.clientId, undefined, undefined, {
+  // Chosen when the token endpoint is called, from the document discovery read: the configuration
+  // stays the one discovery made (it carries what openid-client knows of the issuer, such as
+  // Entra ID's {tenantid} template).
+  const auth: client.ClientAuth = (server, ...rest) => clientAuthOf(server, provider.clientSecret)(server, ...rest);
+  const config = await client.discovery(issuer, provider.clientId, { client_secret: provider.clientSecret }, auth, {
     [client.customFetch]: fetcher,
     timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
     ...(insecure ? { execute: [client.allowInsecureRequests] } : {}),
   });
-  const server = found.serverMetadata();
-  const config = new client.Configuration(server, provider.clientId, { client_secret: provider.clientSecret }, clientAuthOf(server, provider.clientSecret));
   config[client.customFetch] = fetcher;
   config.timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
-  if (insecure) client.allowInsecureRequests(config);
   return config;
 }
 

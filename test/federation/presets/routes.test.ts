@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { findIdentity } from '../../../src/db/identities.js';
 import { insertSignInProvider } from '../../../src/db/sign-in-providers.js';
@@ -15,12 +13,10 @@ import { listen, startOidcUpstream } from './harness.js';
 
 /**
  * The GitHub kind through the sign-in pages: Continue with GitHub, the stand-in's round trip, the
- * prefilled sign-up. The pages are the sign-in flow's (src/web/federation-routes.ts); until that is
- * in this tree, the suite says so and is skipped.
+ * prefilled sign-up.
  */
-const FLOW_PAGES = existsSync(fileURLToPath(new URL('../../../src/web/federation-routes.ts', import.meta.url)));
 
-(FLOW_PAGES ? describeEachProfile : describeSkipped)('Sign-in with GitHub through the sign-in pages (a local server answering as GitHub documents)', (profile) => {
+describeEachProfile('Sign-in with GitHub through the sign-in pages (a local server answering as GitHub documents)', (profile) => {
   const idp = useIdp(profile);
   let standIn: Awaited<ReturnType<typeof listen>>;
   let fake: ReturnType<typeof fakeGitHub>;
@@ -89,7 +85,7 @@ const FLOW_PAGES = existsSync(fileURLToPath(new URL('../../../src/web/federation
 const TENANT = '0b9a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d';
 
 /** Entra ID's multi-tenant template issuer through the sign-in pages: the ID token checked against its own tid. */
-(FLOW_PAGES ? describeEachProfile : describeSkipped)('Sign-in with Microsoft (organizations) through the sign-in pages (a real oidc-provider laid out as Entra ID)', (profile) => {
+describeEachProfile('Sign-in with Microsoft (organizations) through the sign-in pages (a real oidc-provider laid out as Entra ID)', (profile) => {
   const idp = useIdp(profile);
   let entra: Awaited<ReturnType<typeof startOidcUpstream>>;
 
@@ -141,9 +137,3 @@ const TENANT = '0b9a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d';
     expect(failed.text).to.include('could not be verified');
   });
 });
-
-function describeSkipped(title: string): void {
-  describe(title, () => {
-    it('needs the sign-in flow\'s pages (src/web/federation-routes.ts), not in this tree yet');
-  });
-}
