@@ -236,11 +236,14 @@ export function takeUpstreamSignIn(ctx: Context, deps: WebDeps, uid: string): { 
   return handoff && handoff.flow === uid ? { userId: handoff.userId, amr: handoff.amr } : undefined;
 }
 
+const SIGN_IN_PAGE_OF_FLOW = /^\/interaction\/[^/]+(?:\/login)?$/;
+
 /** Loads the enabled providers for the sign-in pages' "Continue with" buttons (the site's and the flow's). */
 export function upstreamButtons(deps: WebDeps) {
   return async function signInProviders(ctx: Context, next: Next): Promise<void> {
     ctx.state.passwordSignIn = deps.config.passwordSignIn;
-    if (ctx.path === '/login' || ctx.path.startsWith('/interaction/')) {
+    // Read only where a sign-in page may be shown: the site's, and a flow's (its page, or its password form answered with an error).
+    if (ctx.path === '/login' || SIGN_IN_PAGE_OF_FLOW.test(ctx.path)) {
       ctx.state.upstreams = await signInButtons(deps.db);
     }
     await next();
