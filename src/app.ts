@@ -36,6 +36,7 @@ import { interactionRoutes } from './interactions/routes.js';
 import { restartRoutes } from './interactions/restart.js';
 import { accountLinkRoutes } from './web/account-link-routes.js';
 import { accountRoutes } from './web/account-routes.js';
+import { federationRoutes, upstreamButtons } from './web/federation-routes.js';
 import { accountSettingsRoutes } from './web/account-settings-routes.js';
 import { twoFactorRoutes } from './web/two-factor-routes.js';
 import { PasskeyChallenges, passkeyRoutes } from './web/passkey-routes.js';
@@ -66,6 +67,7 @@ import { pruneExpiredSignUps } from './services/sign-up.js';
 import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
+import { signInMethodsRoutes } from './web/sign-in-methods-routes.js';
 
 export interface Idp {
   app: Koa;
@@ -227,9 +229,10 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(csrfProtection({ secure, keys: keys.cookieKeys, sessionCookie: names.session, csrfCookie: names.csrf }));
   web.use(oneTimeFlash({ keys: keys.cookieKeys, secure, cookie: names.flash }));
   web.use(loadCurrentUser(deps));
+  web.use(upstreamButtons(deps));
   // Re-authentication for the changes a stolen session must not make on its own.
   const access = new AccessConfirmation(deps, new PasskeyChallenges(deps));
-  for (const routes of [accountRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), federationRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }, access), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), signInMethodsRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

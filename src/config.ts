@@ -36,6 +36,8 @@ const schema = z
     // client for one transaction only, so nothing may be tied to a session (see src/db/knex.ts).
     DATABASE_POOLING: z.enum(['session', 'transaction']).default('session'),
     SIGNUP: z.enum(['open', 'closed']).default('open'),
+    // false: the sign-in pages offer only passkeys and the sign-in providers (the CLI still makes accounts with a password).
+    PASSWORD_SIGN_IN: z.enum(['true', 'false']).default('true'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
     KEYS_SECRET: z.string().min(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)').optional(),
@@ -204,6 +206,8 @@ export interface Config {
   /** The longest Redis may take to connect or answer one command; a connection that stalls is dropped and reopened. */
   redisTimeoutMs: number;
   signup: 'open' | 'closed';
+  /** Whether the sign-in pages take a password (PASSWORD_SIGN_IN). */
+  passwordSignIn: boolean;
   logLevel: string;
   /** How many proxy hops' X-Forwarded-For / X-Forwarded-Proto are believed (0: none). */
   trustProxy: number;
@@ -289,6 +293,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databasePooling: e.DATABASE_POOLING,
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     signup: e.SIGNUP,
+    passwordSignIn: e.PASSWORD_SIGN_IN === 'true',
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
     keysSecret: e.KEYS_SECRET,

@@ -30,6 +30,32 @@ export type SignInOutcome =
   | 'second_factor_failed'
   | 'passkey_failed';
 
+/**
+ * How a sign-in through an upstream provider ended: `success` (signed in, or the second factor now
+ * asked), `link` and `sign_up` (the person was sent to link an existing account or make one), or
+ * the reason it failed, as the failure page says it.
+ */
+export type UpstreamResult =
+  | 'success'
+  | 'link'
+  | 'sign_up'
+  | 'linked'
+  | 'denied'
+  | 'upstream_error'
+  | 'bad_state'
+  | 'expired'
+  | 'timeout'
+  | 'unreachable'
+  | 'invalid_response'
+  | 'disabled'
+  | 'domain_not_allowed'
+  | 'sign_up_closed'
+  | 'address_unverified'
+  | 'no_address'
+  | 'account_disabled'
+  | 'identity_taken'
+  | 'rate_limited';
+
 /** Where an outage was met. */
 export type StoreName = 'database' | 'redis';
 
@@ -38,6 +64,8 @@ export interface Metrics {
   httpRequest(route: string, method: string, status: number, seconds: number): void;
   tokenIssued(kind: TokenKind): void;
   signIn(outcome: SignInOutcome): void;
+  /** A sign-in through the upstream provider of this slug, by how it ended. */
+  upstreamSignIn(provider: string, result: UpstreamResult): void;
   /** A request refused by the abuse limit of this name (`signin-ip`, `api-token`, …). */
   rateLimited(limit: string): void;
   storageError(store: StoreName): void;
@@ -48,6 +76,7 @@ export const noMetrics: Metrics = {
   httpRequest() {},
   tokenIssued() {},
   signIn() {},
+  upstreamSignIn() {},
   rateLimited() {},
   storageError() {},
 };
@@ -93,6 +122,13 @@ export class PrometheusMetrics implements Metrics {
 
   private readonly signIns = this.counter('idp_sign_ins_total', 'Sign-in attempts on the sign-in forms, by outcome.', 'outcome');
 
+  private readonly upstreamSignIns = new Counter({
+    name: 'idp_upstream_sign_ins_total',
+    help: 'Sign-ins through upstream providers, by provider slug and result (success, link, sign_up, or the failure\'s reason).',
+    labelNames: ['provider', 'result'] as const,
+    registers: [this.registry],
+  });
+
   private readonly refusals = this.counter('idp_rate_limit_refusals_total', 'Requests refused by an abuse limit, by the limit\'s name.', 'limit');
 
   private readonly storageErrors = this.counter('idp_storage_errors_total', 'Storage outages met while answering (each one a 503) or in background work, by store (database, redis).', 'store');
@@ -131,6 +167,10 @@ export class PrometheusMetrics implements Metrics {
 
   signIn(outcome: SignInOutcome): void {
     this.signIns.inc({ outcome });
+  }
+
+  upstreamSignIn(provider: string, result: UpstreamResult): void {
+    this.upstreamSignIns.inc({ provider, result });
   }
 
   rateLimited(limit: string): void {

@@ -20,6 +20,7 @@ import { createUser, requireUserByUsername } from '../services/users.js';
 import { sendVerification } from '../services/verification.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
+import { providerCommands } from './provider-commands.js';
 import { withRedis } from './redis.js';
 import { readFirstLine } from './stdin.js';
 
@@ -464,4 +465,5 @@ export const commands: Command[] = [
     argument: 'kid',
     run: keysRetire,
   },
+  ...providerCommands,
 ];

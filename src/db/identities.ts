@@ -48,11 +48,34 @@ export async function recordIdentityUse(db: Knex, id: number, details: { usernam
 
 /** Unlinks one of the account's identities; the row removed, or undefined when there was none. */
 export async function deleteIdentity(db: Knex, userId: number, id: number): Promise<IdentityRow | undefined> {
-  const [row] = await db(TABLE).where({ id, user_id: userId }).delete().returning('*');
-  return row as IdentityRow | undefined;
+  // Read, then deleted only if still there: knex's SQLite client answers a delete with a count, not rows.
+  const row = (await db(TABLE).where({ id, user_id: userId }).first()) as IdentityRow | undefined;
+  if (!row) return undefined;
+  return (await db(TABLE).where({ id, user_id: userId }).delete()) === 1 ? row : undefined;
 }
 
 export async function countIdentities(db: Knex, userId: number): Promise<number> {
   const row = await db(TABLE).where({ user_id: userId }).count<{ n: number | string }[]>({ n: '*' }).first();
   return Number(row?.n ?? 0);
+}
+
+/**
+ * What an account could still sign in with, read with its row locked for the rest of `trx` (on
+ * PostgreSQL; SQLite runs one writing transaction at a time): its password hash, how many
+ * passkeys it has, and its linked identities with whether their provider is enabled. Two
+ * unlinks of one account's last ways in then see each other's result, never the same two rows.
+ */
+export async function waysInLocked(trx: Knex.Transaction, userId: number): Promise<{ passwordHash: string; passkeys: number; identities: { id: number; enabled: boolean }[] } | undefined> {
+  const user = (await trx('users').where({ id: userId }).forUpdate().first('password_hash')) as { password_hash: string } | undefined;
+  if (!user) return undefined;
+  const passkeys = await trx('webauthn_credentials').where({ user_id: userId }).count<{ n: number | string }[]>({ n: '*' }).first();
+  const identities = (await trx(TABLE)
+    .join('sign_in_providers as p', 'p.id', `${TABLE}.provider_id`)
+    .where({ [`${TABLE}.user_id`]: userId })
+    .select(`${TABLE}.id`, 'p.disabled_at')) as { id: number; disabled_at: string | Date | null }[];
+  return {
+    passwordHash: user.password_hash,
+    passkeys: Number(passkeys?.n ?? 0),
+    identities: identities.map((row) => ({ id: Number(row.id), enabled: row.disabled_at === null })),
+  };
 }

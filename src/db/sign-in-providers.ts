@@ -58,3 +58,39 @@ export async function updateSignInProvider(db: Knex, id: number, fields: Partial
 export async function deleteSignInProvider(db: Knex, id: number): Promise<boolean> {
   return (await db(TABLE).where({ id }).delete()) === 1;
 }
+
+/** How many identities are linked through each provider, by provider id (providers with none are absent). */
+export async function identityCountsByProvider(db: Knex): Promise<Map<number, number>> {
+  const rows = await db('user_identities').groupBy('provider_id').select('provider_id').count<{ provider_id: number; n: number | string }[]>({ n: '*' });
+  return new Map(rows.map((row) => [Number(row.provider_id), Number(row.n)]));
+}
+
+/** How many identities are linked through one provider. */
+export async function countProviderIdentities(db: Knex, providerId: number): Promise<number> {
+  const row = await db('user_identities').where({ provider_id: providerId }).count<{ n: number | string }[]>({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * The accounts whose only way to sign in is this provider: linked through it, with no password
+ * (`noPasswordHash`'s prefix), no passkey and no identity at another enabled provider.
+ */
+export async function countAccountsOnlyThrough(db: Knex, providerId: number, noPasswordPrefix: string): Promise<number> {
+  const row = await db('user_identities as i')
+    .join('users as u', 'u.id', 'i.user_id')
+    .where('i.provider_id', providerId)
+    .whereRaw(`substr(u.password_hash, 1, ${Number(noPasswordPrefix.length)}) = ?`, [noPasswordPrefix])
+    .whereNotExists((q) => q.select(db.raw('1')).from('webauthn_credentials as w').whereRaw('w.user_id = u.id'))
+    .whereNotExists((q) => q.select(db.raw('1')).from('user_identities as o')
+      .join('sign_in_providers as op', 'op.id', 'o.provider_id')
+      .whereRaw('o.user_id = u.id').whereRaw('o.provider_id <> i.provider_id').whereNull('op.disabled_at'))
+    .count<{ n: number | string }[]>({ n: '*' })
+    .first();
+  return Number(row?.n ?? 0);
+}
+
+/** The highest position in use, or -1 with no provider. */
+export async function lastSignInProviderPosition(db: Knex): Promise<number> {
+  const row = await db(TABLE).max<{ p: number | string | null }[]>({ p: 'position' }).first();
+  return row?.p === null || row?.p === undefined ? -1 : Number(row.p);
+}

@@ -12,6 +12,7 @@ import { consentToGrant } from '../services/grants.js';
 import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
+import { takeUpstreamSignIn } from '../web/federation-routes.js';
 import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';
 import { amrOf, SecondFactorStep, SPENT_MESSAGE } from '../web/second-factor.js';
@@ -80,6 +81,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
       title: `Sign in to continue to ${app.name}`,
       action: `/interaction/${interaction.uid}/login`,
       returnTo: '',
+      // The "Continue with" buttons carry the flow's uid through the upstream round trip.
+      uid: interaction.uid,
       passkey: { action: `/interaction/${interaction.uid}/passkey`, uid: interaction.uid },
       flow: { appName: app.name, groupName, start: flowStart(interaction) },
     };
@@ -150,6 +153,14 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
       claims: missing.missingOIDCClaims,
     });
     await finish(ctx, interaction, { ...interaction.lastSubmission, consent: { grantId } });
+  });
+
+  // Back from an upstream provider (web/federation-routes.ts): the sign-in it handed over finishes this step.
+  router.get('/upstream', async (ctx) => {
+    const interaction = await details(ctx);
+    const handed = takeUpstreamSignIn(ctx, deps, interaction.uid);
+    if (interaction.prompt.name !== 'login' || !handed) return ctx.redirect(`/interaction/${interaction.uid}`);
+    await finish(ctx, interaction, signedIn(handed.userId, handed.amr));
   });
 
   // The address a passkey's answer posts to, opened on its own: the flow's current step.

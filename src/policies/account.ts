@@ -21,7 +21,8 @@ export type SensitiveAction =
   | 'change-email'
   | 'delete-account'
   | 'link-sign-in-method'
-  | 'unlink-sign-in-method';
+  | 'unlink-sign-in-method'
+  | 'set-password';
 
 /** How long a proof of the owner counts in its session (GitHub's sudo mode lasts as long). */
 export const CONFIRMATION_WINDOW_MS = 10 * 60_000;

@@ -27,6 +27,14 @@ const ACTION_NAMES: Record<string, string> = {
   'user.disable': 'Account disabled',
   'user.enable': 'Account enabled',
   'user.password_reset.send': 'Password reset link sent',
+  'sign-in_provider.add': 'Sign-in provider added',
+  'sign-in_provider.update': 'Sign-in provider changed',
+  'sign-in_provider.disable': 'Sign-in provider disabled',
+  'sign-in_provider.enable': 'Sign-in provider enabled',
+  'sign-in_provider.remove': 'Sign-in provider removed',
+  'user.identity.link': 'Sign-in provider linked',
+  'user.identity.unlink': 'Sign-in provider unlinked',
+  'user.password.set': 'Password set',
 };
 
 /** An action in words; an action this list does not know yet reads from its code ("app.tokens.revoke": "App tokens revoke"). */

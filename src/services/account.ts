@@ -43,6 +43,8 @@ export interface ProfileChange {
   email: string;
   /** Needed only when the e-mail address changes. */
   currentPassword: string;
+  /** The owner was confirmed another way (Confirm access, for an account without a password): no current password is asked. */
+  confirmed?: boolean;
 }
 
 /**
@@ -60,7 +62,8 @@ export async function updateProfile(
 ): Promise<{ emailChangeStarted: boolean }> {
   const profile = rules.parse(profileSchema, { name: change.name, email: change.email });
   const newAddress = profile.email.toLowerCase() !== user.email.toLowerCase();
-  if (profile.email !== user.email) await confirmPassword(deps, user, change.currentPassword, from.ip, 'current_password');
+  // An account without a password proved its owner through Confirm access before this (`confirmed`).
+  if (profile.email !== user.email && !change.confirmed) await confirmPassword(deps, user, change.currentPassword, from.ip, 'current_password');
   if (newAddress) await takeEmailChangeMail(deps, user.id, profile.email);
   await changing(deps.db, [`user:${user.id}`], () =>
     updateUserProfile(deps.db, user.id, { name: profile.name, email: newAddress ? user.email : profile.email, at: now() }),
@@ -131,6 +134,14 @@ export function groupsOnlyOwnedBy(db: Knex, userId: number): Promise<OwnedGroup[
  */
 export async function deleteAccount(deps: SignInDeps & { provider: Provider }, user: UserRow, password: string, ip: string): Promise<void> {
   await confirmPassword(deps, user, password, ip, 'password');
+  await deleteConfirmedAccount(deps, user);
+}
+
+/**
+ * The same, for an account whose owner the caller has just confirmed another way (an account
+ * without a password, made by an upstream sign-in, confirms through Confirm access).
+ */
+export async function deleteConfirmedAccount(deps: SignInDeps & { provider: Provider }, user: UserRow): Promise<void> {
   const owned = await groupsOwnedOnlyBy(deps.db, user.id);
   if (owned.length) throw new LastOwnerError(owned);
   await signOutEverywhere(deps, user.id);

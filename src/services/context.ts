@@ -6,6 +6,12 @@ export interface Actor {
   ip: string | null;
   /** The admin CLI: acts on any group, still recorded in the audit trail (with no user). */
   admin?: boolean;
+  /**
+   * The session's sign-in had a second factor that an upstream provider trusted for two-factor
+   * vouched for (`amr` with `fed` and `mfa`): it counts for groups that require two-factor, as
+   * the account's own authenticator app does.
+   */
+  upstreamSecondFactor?: boolean;
   /** Acting through a personal access token: what the token may reach (see `accessGroup`). */
   token?: PersonalTokenLimits;
 }

@@ -97,7 +97,7 @@ export async function accessGroup(
   if (access.role && actor.token && exceedsCap(actor.token.lifetimeMs, group.personal_token_max_lifetime_days)) {
     throw new TokenLifetimeError(group, actor.token.lifetimeMs);
   }
-  if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
+  if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.upstreamSecondFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
   return access;
 }
 

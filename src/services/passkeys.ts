@@ -7,6 +7,9 @@ import {
 } from '@simplewebauthn/server';
 import type { AuthenticationResponseJSON, AuthenticatorTransport, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { recordAudit } from '../db/audit.js';
+import { waysInLocked } from '../db/identities.js';
+import { mayRemovePasskey } from '../policies/sign-in-methods.js';
+import { hasPassword } from './passwords.js';
 import { deletePasskey, findPasskey, insertPasskey, passkeysOf, pruneSpentChallenges, recordPasskeyUse, spendChallenge, type PasskeyRow } from '../db/passkeys.js';
 import type { UserRow } from '../db/users.js';
 import { AppError, ValidationError } from '../errors.js';
@@ -184,11 +187,20 @@ export function pruneAnsweredChallenges(db: Knex): Promise<number> {
   return pruneSpentChallenges(db, now());
 }
 
-/** Removes one of the person's passkeys (after the caller checked their password); returns its name. */
+/**
+ * Removes one of the person's passkeys (after the caller checked who they are); returns its name.
+ * Refused (409) when it is the account's last way in: no password (an account an upstream
+ * sign-in made), no other passkey and no linked identity of an enabled provider; the check reads
+ * the account with its row locked, in the transaction that removes.
+ */
 export async function removePasskey(db: Knex, user: Person, id: number, ip: string | null): Promise<{ name: string }> {
   return db.transaction(async (trx) => {
+    const ways = await waysInLocked(trx, user.id);
     const removed = await deletePasskey(trx, user.id, id);
     if (!removed) throw new AppError(404, 'not_found', 'There is no such passkey.');
+    if (ways && !mayRemovePasskey({ password: hasPassword(ways.passwordHash), passkeys: ways.passkeys, identities: ways.identities })) {
+      throw new AppError(409, 'last_sign_in_method', 'This passkey is the only way you can sign in to this account. Set a password or link another sign-in method first, then remove it.');
+    }
     await recordAudit(trx, { groupId: null, actorId: user.id, action: 'user.passkey.remove', target: user.username, details: { passkey: removed.name }, ip }, now());
     return { name: removed.name };
   });

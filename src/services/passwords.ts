@@ -145,7 +145,7 @@ export function kdfQueue(bound: { concurrency: number; queue: number }, options:
  * provider): a value no password verifies against (it is neither an Argon2 nor an scrypt hash),
  * random so that no two accounts share it. Setting a password, or a password reset, replaces it.
  */
-const NO_PASSWORD_PREFIX = 'none$';
+export const NO_PASSWORD_PREFIX = 'none$';
 
 export function noPasswordHash(): string {
   return `${NO_PASSWORD_PREFIX}${randomBytes(16).toString('base64url')}`;

@@ -5,7 +5,8 @@ import type { MailDeps } from './verification.js';
 /**
  * Security notices: a mail to the account's address after each change that an intruder would
  * make to keep or widen their access (a password changed, a second factor or passkey added or
- * removed, a personal access token made, the address itself changed). Each says what happened,
+ * removed, a personal access token made, the address itself changed, a password set on an account
+ * that had none, an upstream sign-in method linked or unlinked). Each says what happened,
  * when, from which browser and address, and what to do if it was not the owner. A notice is
  * sent in the background: the change it reports is already made, and a mail server that is
  * away must not fail the page that made it.
@@ -13,6 +14,7 @@ import type { MailDeps } from './verification.js';
 export type SecurityEvent =
   | 'password-changed'
   | 'password-reset'
+  | 'password-set'
   | 'email-changed'
   | 'two-factor-enabled'
   | 'two-factor-disabled'
@@ -43,8 +45,9 @@ const EVENTS: Record<SecurityEvent, EventWords> = {
   'passkey-added': { subject: 'A passkey was added', what: 'A passkey named "{detail}" was added to your account: it can sign in without your password.', page: '/account/settings/passkeys' },
   'passkey-removed': { subject: 'A passkey was removed', what: 'The passkey named "{detail}" was removed from your account.', page: '/account/settings/passkeys' },
   'personal-token-created': { subject: 'A personal access token was created', what: 'A personal access token named "{detail}" was created for your account: it can call the API as you.', page: '/account/settings/tokens' },
-  'sign-in-method-linked': { subject: 'A sign-in method was linked', what: 'Your account can now be signed in to with {detail}.', page: '/account/settings' },
-  'sign-in-method-unlinked': { subject: 'A sign-in method was unlinked', what: '{detail} no longer signs in to your account.', page: '/account/settings' },
+  'password-set': { subject: 'A password was set', what: 'A password was set for your account, which had none: it can now be signed in to with your username or address and that password.', page: '/account/settings/sign-in-methods' },
+  'sign-in-method-linked': { subject: 'A sign-in method was linked', what: 'Your account can now be signed in to with {detail}.', page: '/account/settings/sign-in-methods' },
+  'sign-in-method-unlinked': { subject: 'A sign-in method was unlinked', what: '{detail} no longer signs in to your account.', page: '/account/settings/sign-in-methods' },
 };
 
 /** A change made with the admin CLI on the server: no browser, no client address. */

@@ -7,7 +7,7 @@ import { isDisabled } from '../policies/site.js';
 import { now } from '../time.js';
 import { changeVersionsOf, changing, type VersionedCache } from './change-versions.js';
 import type { Limits } from './limits.js';
-import { decoyHash, hashPassword, needsRehash, type KdfQueue } from './passwords.js';
+import { decoyHash, hashPassword, hasPassword, needsRehash, type KdfQueue } from './passwords.js';
 import * as rules from './rules.js';
 
 export const newUserSchema = z
@@ -72,10 +72,14 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   // One account is one key whichever name it was given by; an unknown name is a key of its own.
   const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
   const counted = await limits.beforeSignIn(account, ip);
-  const ok = await kdf.verify(plausible ? password : '', user?.password_hash ?? (await decoyHash())).catch(async (err: unknown) => {
+  // An account without a password (made by an upstream sign-in) is checked against the decoy, as
+  // an unknown name is: it takes as long as a real check, and no password gets in.
+  const usable = user && hasPassword(user.password_hash) ? user.password_hash : undefined;
+  const verified = await kdf.verify(plausible ? password : '', usable ?? (await decoyHash())).catch(async (err: unknown) => {
     await limits.signInNotChecked(counted);
     throw err;
   });
+  const ok = verified && usable !== undefined;
   if (!user || !ok) {
     await limits.signInFailed(counted);
     return undefined;

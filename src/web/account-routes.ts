@@ -157,6 +157,10 @@ export async function signInOrExplain(
   form: Record<string, string>,
   page: { title: string } & Record<string, unknown>,
 ): Promise<LoginRow | undefined> {
+  if (!deps.config.passwordSignIn) {
+    render(ctx, 'login', { ...page, errors: { login: 'Signing in with a password is turned off on this server. Use a passkey or one of the sign-in providers below.' } }, 403);
+    return undefined;
+  }
   try {
     const user = await signIn(deps, { login: form.login ?? '', password: form.password ?? '', ip: ctx.ip });
     // A right password is counted once the second step is known (SecondFactorStep.needed).

@@ -3,14 +3,17 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { UserRow } from '../db/users.js';
 import { presentSession } from '../presenters/session.js';
-import { changePassword, deleteAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
+import { changePassword, deleteAccount, deleteConfirmedAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
 import { LinkRefusedError } from '../services/account-links.js';
 import { confirmEmailChange, emailChangeOf, pendingEmailChange } from '../services/email-change.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
 import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js';
 import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
+import type { AccessConfirmation } from './confirm-access.js';
 import { render } from './render.js';
+import { SIGN_IN_METHODS } from './sign-in-methods-routes.js';
+import { hasPassword } from '../services/passwords.js';
 
 const BASE = '/account/settings';
 
@@ -27,7 +30,7 @@ const NOTICES: Record<string, string> = {
  * Account settings → Profile, Password, Sessions and Delete account. Each form carries the CSRF
  * token, shows its errors next to its fields, and redirects after success (Post/Redirect/Get).
  */
-export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): Router {
+export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const router = new Router();
 
   function notice(ctx: Context): string | null {
@@ -42,6 +45,8 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       values,
       errors,
       labels: LABELS.profile,
+      // An account without a password confirms a new address through Confirm access instead.
+      password: hasPassword(user.password_hash),
       email: user.email,
       emailVerified: Boolean(user.email_verified_at),
       // A new address waiting for its link looks the same whether or not another account has it.
@@ -55,12 +60,22 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     await renderProfile(ctx, user, { name: user.name, email: user.email });
   });
 
-  router.post(`${BASE}/profile`, async (ctx) => {
+  const confirmOwnerForNewAddress = access.required('change-email');
+  router.post(`${BASE}/profile`, async (ctx, next) => {
+    const user = requireUser(ctx);
+    const form = formFields(ctx);
+    // An account without a password changes its address after Confirm access, as the account's owner.
+    if (hasPassword(user.password_hash) || (form.email ?? '') === user.email) return next();
+    return confirmOwnerForNewAddress(ctx, async () => {
+      ctx.state.ownerConfirmed = true;
+      await next();
+    });
+  }, async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
     const values = { name: form.name ?? '', email: form.email ?? '' };
     try {
-      const { emailChangeStarted } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '' }, seenFrom(ctx));
+      const { emailChangeStarted } = await updateProfile(deps, user, { ...values, currentPassword: form.current_password ?? '', confirmed: ctx.state.ownerConfirmed === true }, seenFrom(ctx));
       ctx.redirect(`${BASE}/profile?notice=${emailChangeStarted ? 'email-pending' : 'profile-saved'}`);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'current_password', LABELS.profile);
@@ -87,13 +102,15 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, labels: LABELS.password, flash: notice(ctx) }, status);
   }
 
+  // An account made by an upstream sign-in has no current password to ask for: it sets a first one.
   router.get(`${BASE}/password`, (ctx) => {
-    requireUser(ctx);
+    if (!hasPassword(requireUser(ctx).password_hash)) return ctx.redirect(SIGN_IN_METHODS);
     renderPassword(ctx);
   });
 
   router.post(`${BASE}/password`, async (ctx) => {
     const user = requireUser(ctx);
+    if (!hasPassword(user.password_hash)) return ctx.redirect(SIGN_IN_METHODS);
     const form = formFields(ctx);
     try {
       await changePassword(
@@ -148,6 +165,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
       tab: 'delete',
       errors,
       labels: LABELS.deleteAccount,
+      password: hasPassword(user.password_hash),
       ownedGroups: await groupsOnlyOwnedBy(deps.db, user.id),
     }, status);
   }
@@ -156,10 +174,18 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }): R
     await renderDelete(ctx, requireUser(ctx));
   });
 
-  router.post(`${BASE}/delete`, async (ctx) => {
+  // An account without a password (made by an upstream sign-in) confirms through Confirm access.
+  router.post(`${BASE}/delete`, async (ctx, next) => {
+    if (hasPassword(requireUser(ctx).password_hash)) return next();
+    return access.required('delete-account')(ctx, async () => {
+      ctx.state.ownerConfirmed = true;
+      await next();
+    });
+  }, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
+      if (ctx.state.ownerConfirmed === true) await deleteConfirmedAccount(deps, user);
+      else await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
     } catch (err) {
       // The page itself names the groups a last owner must hand over first.
       const errors = err instanceof LastOwnerError ? {} : formErrorsOrRetry(ctx, err, 'password', LABELS.deleteAccount);

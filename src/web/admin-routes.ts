@@ -12,6 +12,7 @@ import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, se
 import { listPasskeys } from '../services/passkeys.js';
 import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
+import { adminProviderRoutes } from './admin-provider-routes.js';
 import { actorOf, type WebDeps } from './context.js';
 import { render } from './render.js';
 import { noticeToOwner } from './security-notice.js';
@@ -182,6 +183,8 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     if (changed) noticeToOwner(deps, ctx, user, 'two-factor-reset');
     ctx.redirect(`${userUrl(user)}?notice=${changed ? 'two-factor-reset' : 'two-factor-off'}`);
   });
+
+  adminProviderRoutes(router, deps);
 
   router.get('/audit', async (ctx) => {
     const page = pageOf(ctx);

@@ -5,6 +5,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { recentlyConfirmed, type SensitiveAction } from '../policies/account.js';
 import { confirmPassword } from '../services/account.js';
 import { checkPasskeySignIn, listPasskeys } from '../services/passkeys.js';
+import { hasPassword } from '../services/passwords.js';
 import { hasTwoFactor, verifySecondFactor } from '../services/two-factor.js';
 import { requireUser, safeReturnTo, type WebDeps } from './context.js';
 import type { PasskeyChallenges } from './passkey-routes.js';
@@ -40,8 +41,9 @@ const ACTIONS: Record<SensitiveAction, { words: string; page: string }> = {
   'create-token': { words: 'create a personal access token', page: '/account/settings/tokens' },
   'change-email': { words: 'change your e-mail address', page: '/account/settings/profile' },
   'delete-account': { words: 'delete your account', page: '/account/settings/delete' },
-  'link-sign-in-method': { words: 'link a sign-in method', page: '/account/settings' },
-  'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings' },
+  'link-sign-in-method': { words: 'link a sign-in method', page: '/account/settings/sign-in-methods' },
+  'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings/sign-in-methods' },
+  'set-password': { words: 'set a password', page: '/account/settings/sign-in-methods' },
 };
 
 function isSensitiveAction(value: unknown): value is SensitiveAction {
@@ -197,6 +199,8 @@ export class AccessConfirmation {
       target: prompt.target,
       carried: prompt.carried,
       twoFactor,
+      // An account made by an upstream sign-in may have no password to enter.
+      password: hasPassword(user.password_hash),
       // The layout loads the passkey scripts when the page offers one.
       passkey: passkeys.length > 0,
       errors,

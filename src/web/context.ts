@@ -41,6 +41,7 @@ export function loadCurrentUser(deps: WebDeps) {
   return async function currentUser(ctx: Context, next: Next): Promise<void> {
     const accountId = await deps.sessions.accountId(ctx);
     ctx.state.user = accountId ? await signedInUserById(deps.db, accountId) : undefined;
+    ctx.state.upstreamSecondFactor = ctx.state.user ? await deps.sessions.upstreamSecondFactor(ctx) : false;
     ctx.state.signupOpen = signupOpen;
     ctx.state.mailToFiles = mailToFiles;
     await next();
@@ -54,7 +55,9 @@ export function requireUser(ctx: Context): UserRow {
 }
 
 export function actorOf(ctx: Context): Actor {
-  return { userId: requireUser(ctx).id, ip: ctx.ip ?? null };
+  const actor: Actor = { userId: requireUser(ctx).id, ip: ctx.ip ?? null };
+  if (ctx.state.upstreamSecondFactor) actor.upstreamSecondFactor = true;
+  return actor;
 }
 
 /** Form fields as strings (a repeated field keeps its first value), for re-showing and validating. */

@@ -5,6 +5,7 @@ import type { UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { confirmPassword } from '../services/account.js';
+import { hasPassword } from '../services/passwords.js';
 import { addPasskey, authenticationOptions, CHALLENGE_MS, checkPasskeySignIn, listPasskeys, registrationOptions, removePasskey, type PasskeyDeps } from '../services/passkeys.js';
 import { mayAddCredentials } from '../policies/account.js';
 import { CONFIRM_ACCESS, type AccessConfirmation } from './confirm-access.js';
@@ -172,6 +173,8 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       tab: 'passkeys',
       passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, createdAt: toIso(p.created_at), lastUsedAt: toIso(p.last_used_at) })),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
+      // An account without a password confirms a removal through Confirm access, not in the form.
+      password: hasPassword(user.password_hash),
       // Without a recent proof, Add leads to the Confirm access prompt first and back here.
       confirmFirst: (await access.recent(ctx)) ? null : `${CONFIRM_ACCESS}?for=add-passkey&return_to=${encodeURIComponent(SETTINGS)}`,
       errors,
@@ -201,11 +204,33 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
     ctx.redirect(`${SETTINGS}?notice=added`);
   });
 
-  // The form asks for the password itself: a right one is this session's proof too.
-  router.post(`${SETTINGS}/:id/remove`, async (ctx) => {
-    const user = requireUser(ctx);
+  /** Removes the passkey of the address (its owner's proof already checked), or says why not. */
+  async function remove(ctx: Context, user: UserRow, id: number): Promise<void> {
+    let removed: { name: string };
+    try {
+      removed = await removePasskey(deps.db, user, id, ctx.ip);
+    } catch (err) {
+      // The last way into an account without a password is kept, and the page says why.
+      if (!(err instanceof AppError && err.status === 409)) throw err;
+      await renderSettings(ctx, user, { remove: err.message }, err.status);
+      return;
+    }
+    noticeToOwner(deps, ctx, user, 'passkey-removed', removed.name);
+    ctx.redirect(`${SETTINGS}?notice=removed`);
+  }
+
+  const passkeyId = (ctx: Context): number => {
     const id = parseId(ctx.params.id);
     if (id === undefined) throw new AppError(404, 'not_found', 'There is no such passkey.');
+    return id;
+  };
+
+  // The form asks for the password itself: a right one is this session's proof too. An account
+  // without a password (made by an upstream sign-in) goes through Confirm access instead.
+  router.post(`${SETTINGS}/:id/remove`, async (ctx, next) => {
+    const user = requireUser(ctx);
+    const id = passkeyId(ctx);
+    if (!hasPassword(user.password_hash)) return next();
     try {
       await confirmPassword(deps, user, formFields(ctx)[`password_${id}`] ?? '', ctx.ip, `password_${id}`);
     } catch (err) {
@@ -215,9 +240,9 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       return;
     }
     await access.record(ctx);
-    const removed = await removePasskey(deps.db, user, id, ctx.ip);
-    noticeToOwner(deps, ctx, user, 'passkey-removed', removed.name);
-    ctx.redirect(`${SETTINGS}?notice=removed`);
+    await remove(ctx, user, id);
+  }, access.required('remove-passkey'), async (ctx) => {
+    await remove(ctx, requireUser(ctx), passkeyId(ctx));
   });
 
   // The addresses the forms post to, opened on their own: the page the form is on.

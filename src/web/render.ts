@@ -42,6 +42,9 @@ export function render(ctx: Context, view: string, locals: PageLocals, status = 
     csrfToken: ctx.state.csrfToken ?? '',
     signupOpen: ctx.state.signupOpen ?? true,
     mailToFiles: ctx.state.mailToFiles ?? false,
+    // The sign-in pages' "Continue with" buttons and password form (web/federation-routes.ts).
+    upstreams: ctx.state.upstreams ?? [],
+    passwordSignIn: ctx.state.passwordSignIn ?? true,
     ...locals,
   });
 }

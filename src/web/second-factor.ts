@@ -30,6 +30,9 @@ export const SPENT_MESSAGE = 'Too many wrong codes. Enter your password again to
 /** Where the sign-in goes on: `site` for /login, a flow's uid for its interaction. */
 export type SignInPlace = 'site' | { flow: string };
 
+/** What the first step of a sign-in was: a password, or an upstream provider (`fed`). */
+export type FirstFactor = 'pwd' | 'fed';
+
 /** RFC 8176 method references for what was used: a password, then an app code or a recovery code. */
 export function amrOf(factor?: SecondFactor): string[] {
   if (!factor) return ['pwd'];
@@ -67,6 +70,11 @@ export class SecondFactorStep {
     return place === 'site' ? 'site' : `flow:${place.flow}`;
   }
 
+  /** How the waiting sign-in began: a password, or an upstream provider (`fed`), for its `amr`. */
+  private firstFactorOf(ctx: Context): FirstFactor {
+    return this.cookie.read(ctx)?.[1] === 'fed' ? 'fed' : 'pwd';
+  }
+
   private idOf(ctx: Context): string | undefined {
     return this.cookie.read(ctx)?.[0] || undefined;
   }
@@ -76,12 +84,12 @@ export class SecondFactorStep {
    * account), starts the waiting sign-in and returns true; the caller then sends the browser to
    * the page asking for the code. False: sign in now.
    */
-  async needed(ctx: Context, user: LoginRow, place: SignInPlace): Promise<boolean> {
+  async needed(ctx: Context, user: LoginRow, place: SignInPlace, firstFactor: FirstFactor = 'pwd'): Promise<boolean> {
     if (!user.two_factor) {
       this.deps.metrics.signIn('success');
       return false;
     }
-    this.cookie.set(ctx, [await this.deps.pendingSignIns.start(user.id, this.bound(place))]);
+    this.cookie.set(ctx, [await this.deps.pendingSignIns.start(user.id, this.bound(place)), firstFactor]);
     this.deps.metrics.signIn('second_factor_needed');
     return true;
   }
@@ -148,13 +156,14 @@ export class SecondFactorStep {
    * and the caller starts over.
    */
   async verify(ctx: Context, place: SignInPlace, code: string, page: ChallengePage): Promise<{ user: UserRow; amr: string[] } | 'failed' | 'spent' | undefined> {
+    const first = this.firstFactorOf(ctx);
     const attempt = await this.takeTry(ctx, place);
     if (!attempt || attempt === 'spent') return attempt;
     try {
       const factor = await verifySecondFactor(this.deps, attempt.user, code, ctx.ip);
       await attempt.done();
       this.deps.metrics.signIn('success');
-      return { user: attempt.user, amr: amrOf(factor) };
+      return { user: attempt.user, amr: [first, ...amrOf(factor).slice(1)] };
     } catch (err) {
       if (!(err instanceof AppError && (err.field === 'code' || err instanceof RetryLaterError))) throw err;
       this.deps.metrics.signIn(err instanceof RetryLaterError ? 'rate_limited' : 'second_factor_failed');

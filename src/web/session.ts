@@ -46,6 +46,17 @@ export class SiteSessions {
     return Number(session.accountId);
   }
 
+  /**
+   * Whether the request's session signed in through a sign-in provider trusted for two-factor
+   * whose own second factor counted (`amr` fed and mfa): such a session counts as two-factor for
+   * groups that require it, as the account's own second factor does.
+   */
+  async upstreamSecondFactor(ctx: Context): Promise<boolean> {
+    const session = await this.session(ctx);
+    const amr = (session as { amr?: unknown } | undefined)?.amr;
+    return Boolean(session?.accountId) && Array.isArray(amr) && amr.includes('fed') && amr.includes('mfa');
+  }
+
   /** The uid of the request's signed-in session (how Account settings → Sessions names it). */
   async uid(ctx: Context): Promise<string | undefined> {
     const session = await this.session(ctx);

@@ -1,10 +1,10 @@
-// Copy buttons: <button data-copy="#element-id">Copy</button>
+// Copy buttons: <button data-copy="#element-id">Copy</button> (an element's text, or a readonly input's value)
 document.addEventListener('click', (event) => {
   const button = event.target.closest('[data-copy]');
   if (!button) return;
   const source = document.querySelector(button.getAttribute('data-copy'));
   if (!source) return;
-  navigator.clipboard.writeText(source.textContent.trim()).then(() => {
+  navigator.clipboard.writeText((source instanceof HTMLInputElement ? source.value : source.textContent).trim()).then(() => {
     const label = button.textContent;
     button.textContent = 'Copied';
     setTimeout(() => { button.textContent = label; }, 1500);

@@ -61,7 +61,9 @@ export interface UpstreamKind {
   /** The scopes asked for when the administrator names none. */
   defaultScopes: string[];
   /** The openid-client configuration (discovery, or the kind's fixed endpoints). May be cached per provider by the caller. */
-  configure(provider: UpstreamProvider, options: { timeoutMs: number }): Promise<client.Configuration>;
+  configure(provider: UpstreamProvider, options: { timeoutMs: number; allowHttp?: boolean }): Promise<client.Configuration>;
+  /** Extra parameters of the authorization request (Google's `hd`), when the kind has any. */
+  authorizationParameters?(provider: UpstreamProvider): Record<string, string>;
   /** Whether the flow sends and checks a `nonce` (an ID token comes back). */
   usesIdToken: boolean;
   /** The person signed in, from the token response (its ID token) and the kind's user endpoints. */

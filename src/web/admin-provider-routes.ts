@@ -1,0 +1,226 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { SignInProviderRow } from '../db/sign-in-providers.js';
+import { presentSignInProvider } from '../presenters/sign-in-provider.js';
+import {
+  availableKinds,
+  callbackUrl,
+  createProvider,
+  listProviders,
+  removalImpact,
+  removeProvider,
+  requireProvider,
+  setProviderDisabled,
+  updateProvider,
+  type ProviderInput,
+} from '../services/federation/manage.js';
+import { kindOf } from '../services/federation/kinds.js';
+import type { UpstreamKind } from '../services/federation/upstream.js';
+import { actorOf, formFields, type WebDeps } from './context.js';
+import { formErrors, formStatus } from './form-errors.js';
+import { render } from './render.js';
+
+/**
+ * Admin → Sign-in providers: the list, Add (the kind first, then its fields), a provider's page
+ * with its callback URL, Edit, Disable/Enable and Remove (after a page that says what goes with
+ * it). Registered on the Admin area's router, so that only site administrators reach it.
+ */
+
+const BASE = '/admin/providers';
+
+/** The labels of the provider form's common fields; each kind's settings bring their own. */
+const LABELS: Record<string, string> = {
+  kind: 'Kind',
+  name: 'Display name',
+  slug: 'Slug',
+  client_id: 'Client ID',
+  client_secret: 'Client secret',
+  scopes: 'Scopes',
+  allow_sign_up: 'Allow new accounts',
+  allowed_domains: 'Allowed e-mail domains',
+  trust_mfa: 'Trust its two-factor',
+  position: 'Position',
+};
+
+const NOTICES: Record<string, string> = {
+  added: 'Sign-in provider added. Register its callback URL with the provider if you have not yet.',
+  saved: 'Changes saved.',
+  unchanged: 'Nothing was changed.',
+  disabled: 'Sign-in provider disabled: it is no longer offered, and sign-ins through it are refused. Linked accounts keep their link.',
+  enabled: 'Sign-in provider enabled: it is offered on the sign-in pages again.',
+  'already-disabled': 'The sign-in provider was disabled already.',
+  'already-enabled': 'The sign-in provider was enabled already.',
+  removed: 'Sign-in provider removed, with every identity linked through it.',
+};
+
+const firstValue = (value: string | string[] | undefined): string => (Array.isArray(value) ? value[0] : value) ?? '';
+
+function labelsOf(kind: UpstreamKind | undefined): Record<string, string> {
+  return { ...LABELS, ...Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, s.label])) };
+}
+
+/** A posted provider form as the service's input: the common fields, and the kind's own settings. */
+function inputOf(fields: Record<string, string>, kind: UpstreamKind | undefined): ProviderInput {
+  return {
+    kind: fields.kind,
+    slug: fields.slug ?? '',
+    name: fields.name ?? '',
+    client_id: fields.client_id ?? '',
+    client_secret: fields.client_secret ?? '',
+    scopes: fields.scopes ?? '',
+    settings: Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, fields[s.name] ?? ''])),
+    allow_sign_up: fields.allow_sign_up !== undefined,
+    allowed_domains: fields.allowed_domains ?? '',
+    trust_mfa: fields.trust_mfa !== undefined,
+    position: fields.position ?? '',
+  };
+}
+
+/** A stored provider as the edit form's values (never its secret). */
+function valuesOf(row: SignInProviderRow): Record<string, string | boolean> {
+  const provider = presentSignInProvider(row, 0);
+  return {
+    slug: provider.slug,
+    name: provider.name,
+    client_id: provider.clientId,
+    scopes: provider.scopes.join(' '),
+    allowed_domains: provider.allowedDomains.join(' '),
+    allow_sign_up: provider.allowSignUp,
+    trust_mfa: provider.trustMfa,
+    position: String(provider.position),
+    ...provider.settings,
+  };
+}
+
+/** Typed values to show again after an error: everything but the secret. */
+function typedValues(fields: Record<string, string>): Record<string, string | boolean> {
+  const { client_secret: _secret, _csrf: _token, ...rest } = fields;
+  return { ...rest, allow_sign_up: fields.allow_sign_up !== undefined, trust_mfa: fields.trust_mfa !== undefined };
+}
+
+function kindChoice(kind: UpstreamKind) {
+  return { kind: kind.kind, label: kind.label, defaultScopes: kind.defaultScopes.join(' '), settings: kind.settings.map((s) => ({ name: s.name, label: s.label, hint: s.hint, required: s.required })) };
+}
+
+export function adminProviderRoutes(router: Router, deps: WebDeps): void {
+  const { db } = deps;
+  const manage = { db, cipher: deps.cipher };
+  const providerUrl = (slug: string) => `${BASE}/${encodeURIComponent(slug)}`;
+  const target = (ctx: Context) => requireProvider(db, String(ctx.params.slug ?? ''));
+
+  function renderForm(ctx: Context, kind: UpstreamKind, options: { row?: SignInProviderRow; values: Record<string, unknown>; errors?: Record<string, string>; status?: number }) {
+    const editing = options.row;
+    render(ctx, 'admin/provider-form', {
+      title: `${editing ? `Edit ${editing.name}` : `Add ${kind.label}`} · Sign-in providers · Admin`,
+      tab: 'providers',
+      kind: kindChoice(kind),
+      provider: editing ? presentSignInProvider(editing, 0) : null,
+      action: editing ? `${providerUrl(editing.slug)}/edit` : BASE,
+      callbackBase: callbackUrl(deps.config.issuer, ''),
+      values: options.values,
+      errors: options.errors ?? {},
+      labels: labelsOf(kind),
+    }, options.status ?? 200);
+  }
+
+  router.get('/providers', async (ctx) => {
+    const listed = await listProviders(db);
+    render(ctx, 'admin/providers', {
+      title: 'Sign-in providers · Admin',
+      tab: 'providers',
+      providers: listed.map(({ row, identities }) => ({ ...presentSignInProvider(row, identities), kindLabel: kindOf(row.kind)?.label ?? row.kind })),
+      kinds: availableKinds().map(kindChoice),
+      flash: NOTICES[firstValue(ctx.query.notice)] ?? null,
+    });
+  });
+
+  router.get('/providers/new', (ctx) => {
+    const kind = kindOf(firstValue(ctx.query.kind));
+    if (!kind) {
+      render(ctx, 'admin/provider-kind', { title: 'Add a sign-in provider · Admin', tab: 'providers', kinds: availableKinds().map(kindChoice) });
+      return;
+    }
+    renderForm(ctx, kind, { values: { allow_sign_up: false, trust_mfa: false } });
+  });
+
+  router.post('/providers', async (ctx) => {
+    const fields = formFields(ctx);
+    const kind = kindOf(fields.kind ?? '');
+    if (!kind) {
+      // Only a hand-made form gets here: the kind is a hidden field of the page that chose it.
+      render(ctx, 'admin/provider-kind', { title: 'Add a sign-in provider · Admin', tab: 'providers', kinds: availableKinds().map(kindChoice), error: 'Choose the kind of provider to add.' }, 400);
+      return;
+    }
+    try {
+      const row = await createProvider(manage, actorOf(ctx), inputOf(fields, kind));
+      ctx.redirect(`${providerUrl(row.slug)}?notice=added`);
+    } catch (err) {
+      const errors = formErrors(err, labelsOf(kind));
+      if (!errors) throw err;
+      renderForm(ctx, kind, { values: typedValues(fields), errors, status: formStatus(err) });
+    }
+  });
+
+  router.get('/providers/:slug', async (ctx) => {
+    const row = await target(ctx);
+    const impact = await removalImpact(db, row);
+    render(ctx, 'admin/provider', {
+      title: `${row.name} · Sign-in providers · Admin`,
+      tab: 'providers',
+      provider: { ...presentSignInProvider(row, impact.identities), kindLabel: kindOf(row.kind)?.label ?? row.kind },
+      settings: (kindOf(row.kind)?.settings ?? []).map((s) => ({ label: s.label, value: presentSignInProvider(row, 0).settings[s.name] ?? '' })),
+      callback: callbackUrl(deps.config.issuer, row.slug),
+      flash: NOTICES[firstValue(ctx.query.notice)] ?? null,
+    });
+  });
+
+  router.get('/providers/:slug/edit', async (ctx) => {
+    const row = await target(ctx);
+    const kind = kindOf(row.kind);
+    if (!kind) return ctx.redirect(providerUrl(row.slug));
+    renderForm(ctx, kind, { row, values: valuesOf(row) });
+  });
+
+  router.post('/providers/:slug/edit', async (ctx) => {
+    const row = await target(ctx);
+    const kind = kindOf(row.kind);
+    if (!kind) return ctx.redirect(providerUrl(row.slug));
+    const fields = formFields(ctx);
+    try {
+      const { row: saved, changed } = await updateProvider(manage, actorOf(ctx), row, { ...inputOf(fields, kind), kind: undefined });
+      ctx.redirect(`${providerUrl(saved.slug)}?notice=${changed ? 'saved' : 'unchanged'}`);
+    } catch (err) {
+      const errors = formErrors(err, labelsOf(kind));
+      if (!errors) throw err;
+      renderForm(ctx, kind, { row, values: typedValues(fields), errors, status: formStatus(err) });
+    }
+  });
+
+  router.post('/providers/:slug/disable', async (ctx) => {
+    const row = await target(ctx);
+    const changed = await setProviderDisabled(db, actorOf(ctx), row, true);
+    ctx.redirect(`${providerUrl(row.slug)}?notice=${changed ? 'disabled' : 'already-disabled'}`);
+  });
+
+  router.post('/providers/:slug/enable', async (ctx) => {
+    const row = await target(ctx);
+    const changed = await setProviderDisabled(db, actorOf(ctx), row, false);
+    ctx.redirect(`${providerUrl(row.slug)}?notice=${changed ? 'enabled' : 'already-enabled'}`);
+  });
+
+  router.get('/providers/:slug/remove', async (ctx) => {
+    const row = await target(ctx);
+    render(ctx, 'admin/provider-remove', {
+      title: `Remove ${row.name} · Sign-in providers · Admin`,
+      tab: 'providers',
+      provider: presentSignInProvider(row, 0),
+      impact: await removalImpact(db, row),
+    });
+  });
+
+  router.post('/providers/:slug/remove', async (ctx) => {
+    const row = await target(ctx);
+    await removeProvider(db, actorOf(ctx), row);
+    ctx.redirect(`${BASE}?notice=removed`);
+  });
+}
