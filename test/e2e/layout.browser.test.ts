@@ -67,6 +67,19 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     await page.screenshot({ path: join(SHOTS, `application-phone-${profile}.png`), fullPage: true });
   });
 
+  it('at 390 px a path of the longest length and a long callback URL wrap instead of widening the page', async () => {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id, { path: `p${'a'.repeat(63)}` });
+    const { clientId } = await makeApp(idp.db, owner.id, group.id, { callbackURL: `https://app.example.test/${'c'.repeat(200)}` });
+
+    await open({ viewport: PHONE });
+    await signInThroughPage(page, idp.url, owner);
+    for (const path of ['', '/settings', '/settings/delete', `/settings/developer/apps/${clientId}`]) {
+      await page.goto(`${idp.url}/groups/${group.path}${path}`);
+      expect(await documentWidth(), `/groups/<path>${path} is no wider than the phone`).to.be.at.most(PHONE.width);
+    }
+  });
+
   it('at 1200 px the table keeps its header row and the labels stay hidden', async () => {
     const owner = await makeUser(idp.db);
     const group = await makeGroup(idp.db, owner.id);
