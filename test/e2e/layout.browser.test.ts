@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeApp, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { launchChromium, signInThroughPage } from './support.js';
 
 /** Where these tests leave their screenshots to look at (the README's are taken by docs/screenshots/take-groups.ts). */
@@ -89,6 +89,42 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     expect(await page.locator('thead').first().isVisible()).to.equal(true);
     const before = await page.locator('td[data-label="Role"]').first().evaluate((cell) => getComputedStyle(cell, '::before').content);
     expect(before).to.be.oneOf(['none', 'normal']);
+  });
+
+  it('at 1200 px the Access tokens and Sessions tables keep each button, badge and scope on one line; at 390 px the page does not scroll sideways', async () => {
+    const owner = await makeUser(idp.db);
+    await personalToken(idp.db, owner.id, { name: LONG_NAME, scopes: ['groups:read-only', 'groups:read-write'] });
+    await personalToken(idp.db, owner.id, { name: 'Expired', scopes: ['groups:read-only'] });
+    await idp.db('personal_access_tokens').where({ name: 'Expired' }).update({ expires_at: new Date(Date.now() - 86_400_000).toISOString() });
+    // Another browser signed in, so that the Sessions table has a Sign out button.
+    const elsewhere = await chromium.newContext();
+    try {
+      await signInThroughPage(await elsewhere.newPage(), idp.url, owner);
+    } finally {
+      await elsewhere.close();
+    }
+    /** The buttons, badges and scopes of the page's tables whose text takes more than one line. */
+    const broken = () => page.locator('table :is(button, .button, .badge, .scope)').evaluateAll((elements) =>
+      elements.filter((element) => {
+        const range = document.createRange();
+        range.selectNodeContents(element);
+        return new Set(Array.from(range.getClientRects(), (rect) => Math.round(rect.top))).size > 1;
+      }).map((element) => element.textContent));
+
+    await open({ viewport: { width: 1200, height: 800 } });
+    await signInThroughPage(page, idp.url, owner);
+    for (const path of ['/account/settings/tokens', '/account/settings/sessions']) {
+      await page.goto(`${idp.url}${path}`);
+      expect(await page.locator('table :is(button, .badge, .scope)').count(), path).to.be.at.least(2);
+      expect(await broken(), `${path}: the buttons, badges and scopes broken across lines`).to.deep.equal([]);
+      await page.screenshot({ path: join(SHOTS, `${path.split('/').pop()}-1200-${profile}.png`), fullPage: true });
+    }
+    await page.setViewportSize(PHONE);
+    for (const path of ['/account/settings/tokens', '/account/settings/sessions']) {
+      await page.goto(`${idp.url}${path}`);
+      expect(await documentWidth(), `${path} is no wider than the phone`).to.be.at.most(PHONE.width);
+      expect(await broken(), `${path} on a phone: the buttons, badges and scopes broken across lines`).to.deep.equal([]);
+    }
   });
 
   it('follows the system\'s dark colour scheme', async () => {
