@@ -138,6 +138,29 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     expect(dark(card), card).to.equal(true);
   });
 
+  it('in dark mode the API reference\'s schema names read against their background (contrast of at least 4.5)', async () => {
+    await open({ viewport: { width: 1200, height: 900 }, colorScheme: 'dark' });
+    await page.goto(`${idp.url}/apis/v2/docs`);
+    const names = page.locator('.models .json-schema-2020-12__title');
+    await names.first().waitFor();
+    // The text's colour and the colours of the element and its ancestors behind it, nearest first.
+    const colours = await names.evaluateAll((elements) => elements.map((element) => {
+      const behind: string[] = [];
+      for (let e: Element | null = element; e; e = e.parentElement) behind.push(getComputedStyle(e).backgroundColor);
+      return { name: element.textContent, color: getComputedStyle(element).color, behind };
+    }));
+    const rgba = (colour: string): number[] => colour.match(/[\d.]+/g)!.map(Number);
+    const channel = (c: number) => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+    const luminance = ([r = 0, g = 0, b = 0]: number[]) => 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+    const contrasts = colours.map(({ name, color, behind }) => {
+      const background = behind.map(rgba).find((c) => c.length < 4 || (c[3] ?? 0) > 0) ?? [255, 255, 255];
+      const [a, b] = [luminance(rgba(color)), luminance(background)];
+      return { name, color, contrast: Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 10) / 10 };
+    });
+    expect(contrasts.length).to.be.at.least(1);
+    expect(contrasts.filter((c) => c.contrast < 4.5)).to.deep.equal([]);
+  });
+
   it('suggests the new group\'s path from its name until the person edits it', async () => {
     const owner = await makeUser(idp.db);
     await open();
