@@ -54,6 +54,12 @@ const NOTICES: Record<string, string> = {
   'tokens-revoked': 'Every user token of this application is revoked. Its users must authorize it again.',
 };
 
+/** A public application has no client secret, so the notices of its creation say so instead of speaking of one. */
+const PUBLIC_NOTICES: Record<string, string> = {
+  created: 'Application created. It is public: it has no client secret, and every authorization must use PKCE (S256).',
+  'app-repeated': 'This form was submitted already: this is the application it created. It is public: it has no client secret.',
+};
+
 /** The two application types, with what each is for, as the new-application form offers them. */
 const CLIENT_TYPES = [
   { value: 'confidential', label: 'Confidential', explanation: 'A server that can keep a client secret; it authenticates with it when it exchanges a code.' },
@@ -114,9 +120,9 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   const developerUrl = (group: GroupRow) => `/groups/${encodeURIComponent(group.path)}/settings/developer`;
   const appUrl = (group: GroupRow, app: AppRow) => `${developerUrl(group)}/apps/${encodeURIComponent(app.client_id)}`;
 
-  function notice(ctx: Ctx): string | null {
+  function notice(ctx: Ctx, app?: AppRow): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES[key] ?? null;
+    return (app && isPublic(app) ? PUBLIC_NOTICES[key] : undefined) ?? NOTICES[key] ?? null;
   }
 
   const loadGroup = pageGroupLoader(deps);
@@ -162,7 +168,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       errors: extra.errors ?? {},
       labels: LABELS.app,
       onceKey: issueOnceKey(ctx),
-      flash: extra.flash ?? notice(ctx),
+      flash: extra.flash ?? notice(ctx, app),
     }, status);
   }
 
@@ -298,6 +304,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       tab: 'developer',
       app: presentApp(app),
       appUrl: appUrl(group, app),
+      isPublic: isPublic(app),
       authorizedUsers: await authorizedUsersOf(db, access),
     });
   });

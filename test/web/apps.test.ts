@@ -405,6 +405,38 @@ describeEachProfile('OAuth application pages', (profile) => {
     });
   });
 
+  describe('a public application', () => {
+    /** Fills the New application form as a person would, choosing Public, and opens the page it leads to. */
+    async function createdPublicApp(client: Browser, group: GroupRow) {
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      const created = await client.fill(form, '/apps', {
+        'Application name': VALID.name,
+        'Homepage URL': VALID.homepageURL,
+        'Authorization callback URL': CALLBACK,
+        Public: 'checked',
+      }).expect(302);
+      return client.follow(created).expect(200);
+    }
+    const noticeOf = (html: string) => unescapeHtml(/data-testid="notice">([^<]*)</.exec(html)?.[1] ?? 'no notice');
+
+    it('is created with a notice that speaks of no client secret', async () => {
+      const { group, client } = await groupWithOwner();
+      const page = await createdPublicApp(client, group);
+      expect((await appRow(shownClientId(page.text)!)).client_type).to.equal('public');
+      expect(shownSecret(page.text)).to.equal(undefined);
+      expect(noticeOf(page.text)).to.equal('Application created. It is public: it has no client secret, and every authorization must use PKCE (S256).');
+    });
+
+    it('says the application stays when all user tokens are revoked, naming no client secrets', async () => {
+      const { group, client } = await groupWithOwner();
+      const page = await createdPublicApp(client, group);
+      expect(page.text).to.include('each must authorize it again. The application stays.</p>');
+      const confirm = await client.get(`${page.url.pathname}/revoke-tokens`).expect(200);
+      expect(confirm.text).to.include('authorization again. The application stays.</p>');
+      expect(confirm.text).not.to.include('client secret');
+    });
+  });
+
   describe('sign-out redirect URLs', () => {
     /** The text of the Sign-out redirect URLs box. */
     const signOutBox = (html: string) => unescapeHtml(/<textarea id="signOutRedirectURLs"[^>]*>([^<]*)<\/textarea>/.exec(html)?.[1] ?? 'no box');
