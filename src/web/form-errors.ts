@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { MAX_POLICY_DAYS } from '../policies/token-lifetime.js';
 import { AppError, ConflictError, RetryLaterError, ValidationError, type FieldProblem } from '../errors.js';
 
 /**
@@ -34,6 +35,15 @@ export type Labels = Readonly<Record<string, string>>;
 const LINE_FIELDS = new Set(['signOutRedirectURLs']);
 
 /**
+ * What a form's box takes, said whatever was wrong with it, for fields whose box takes other values
+ * than the API's field: the group's cap on token lifetimes is an empty box for no limit where the API
+ * takes null, and a word in it is not "required" but not a number.
+ */
+const PAGE_RULES: Readonly<Record<string, string>> = {
+  personalTokenMaxLifetimeDays: `must be a whole number of days from 1 to ${MAX_POLICY_DAYS}, or empty for no limit`,
+};
+
+/**
  * The errors of a form submission as the page shows them, `{ formField: message }`: every bad
  * field at once, each message in its label's words. `formField` renames a service's field to the
  * form's (the token form's `expiration` is the service's `expiresInDays`). Undefined when the
@@ -53,6 +63,7 @@ export function formErrors(err: unknown, labels: Labels, formField: Readonly<Rec
 }
 
 function inWords(problem: FieldProblem, label: string | undefined): string {
+  if (label && Object.hasOwn(PAGE_RULES, problem.field)) return `${label} ${PAGE_RULES[problem.field]}`;
   if (!label || !problem.problem) return sentence(problem.message);
   const line = problem.index !== undefined && LINE_FIELDS.has(problem.field) ? `, line ${problem.index + 1},` : '';
   return `${label}${line} ${problem.problem}`;
