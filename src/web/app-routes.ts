@@ -82,10 +82,14 @@ function appForm(ctx: Ctx): AppForm {
   } as AppForm;
 }
 
+/** The sign-out URLs box's lines, trimmed, each with its line number (from 1), blank lines left out. */
+function signOutLines(values: AppForm): Array<{ url: string; line: number }> {
+  return values.signOutRedirectURLs.split(/\r?\n/).map((text, i) => ({ url: text.trim(), line: i + 1 })).filter(({ url }) => url !== '');
+}
+
 /** The form as the services take it: the sign-out URLs are one a line in their text box, blank lines ignored. */
 function appInput(values: AppForm) {
-  const signOutRedirectURLs = values.signOutRedirectURLs.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
-  return { ...values, signOutRedirectURLs };
+  return { ...values, signOutRedirectURLs: signOutLines(values).map(({ url }) => url) };
 }
 
 function formOf(app: AppRow): AppForm {
@@ -187,8 +191,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   }
 
   /** The errors of the application form, each next to its field; any other error propagates to the error page. */
-  function fieldErrors(err: unknown): Record<string, string> {
-    const errors = formErrors(err, LABELS.app);
+  function fieldErrors(err: unknown, values: AppForm): Record<string, string> {
+    const errors = formErrors(err, LABELS.app, {}, { signOutRedirectURLs: signOutLines(values).map(({ line }) => line) });
     if (!errors || !Object.keys(errors).every((field) => field === 'type' || (FIELDS as readonly string[]).includes(field))) throw err;
     return errors;
   }
@@ -229,7 +233,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       outcome = await createOnce(db, () => createApplication(db, access, { ...appInput(values), type }, submissionOf(ctx, 'app')));
     } catch (err) {
-      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
       return;
     }
     if ('created' in outcome) {
@@ -261,7 +265,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       updated = await updateApplication(db, provider, access, appInput(values));
     } catch (err) {
-      await renderEdit(ctx, access, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values) }, (err as AppError).status);
       return;
     }
     const notice = updated.callback_url !== access.app.callback_url ? 'callback-changed' : 'updated';

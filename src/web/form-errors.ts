@@ -49,7 +49,12 @@ const PAGE_RULES: Readonly<Record<string, string>> = {
  * form's (the token form's `expiration` is the service's `expiresInDays`). Undefined when the
  * error is not about the form's fields: it then goes to the error page.
  */
-export function formErrors(err: unknown, labels: Labels, formField: Readonly<Record<string, string>> = {}): Record<string, string> | undefined {
+export function formErrors(
+  err: unknown,
+  labels: Labels,
+  formField: Readonly<Record<string, string>> = {},
+  lineNumbers: Readonly<Record<string, readonly number[]>> = {},
+): Record<string, string> | undefined {
   if (!(err instanceof AppError && err.field)) return undefined;
   const problems: FieldProblem[] = err instanceof ValidationError || err instanceof ConflictError
     ? err.problems
@@ -57,16 +62,27 @@ export function formErrors(err: unknown, labels: Labels, formField: Readonly<Rec
   const errors: Record<string, string> = {};
   for (const problem of problems) {
     const field = formField[problem.field] ?? problem.field;
-    errors[field] ??= inWords(problem, labels[field]);
+    const line = lineOf(problem, lineNumbers[problem.field]);
+    // Every bad line of a box typed one item a line is named, each after the first in the same sentence.
+    if (line !== undefined && errors[field] !== undefined && labels[field] && problem.problem) errors[field] += `; line ${line}, ${problem.problem}`;
+    else errors[field] ??= inWords(problem, labels[field], line);
   }
   return errors;
 }
 
-function inWords(problem: FieldProblem, label: string | undefined): string {
+/**
+ * The line of the box an item's problem is about: `lines` gives each item's line when blank lines
+ * were dropped before the items were checked; else the item's place. Undefined for other fields.
+ */
+function lineOf(problem: FieldProblem, lines: readonly number[] | undefined): number | undefined {
+  if (problem.index === undefined || !LINE_FIELDS.has(problem.field)) return undefined;
+  return lines?.[problem.index] ?? problem.index + 1;
+}
+
+function inWords(problem: FieldProblem, label: string | undefined, line: number | undefined): string {
   if (label && Object.hasOwn(PAGE_RULES, problem.field)) return `${label} ${PAGE_RULES[problem.field]}`;
   if (!label || !problem.problem) return sentence(problem.message);
-  const line = problem.index !== undefined && LINE_FIELDS.has(problem.field) ? `, line ${problem.index + 1},` : '';
-  return `${label}${line} ${problem.problem}`;
+  return `${label}${line === undefined ? '' : `, line ${line},`} ${problem.problem}`;
 }
 
 /** A message that does not start with a label still starts as a sentence. */

@@ -463,6 +463,22 @@ describeEachProfile('OAuth application pages', (profile) => {
       expect(JSON.parse((await appRow(app.clientId)).sign_out_urls)).to.deep.equal(['https://deploy.example.test/b']);
     });
 
+    it('names every bad line at once, counting the blank lines of the box', async () => {
+      const { group, client } = await groupWithOwner();
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      const typed = 'https://deploy.example.test/ok\n\nhttp://deploy.example.test/bye\nnot a url';
+      const res = await client.fill(form, '/apps', {
+        'Application name': VALID.name,
+        'Homepage URL': VALID.homepageURL,
+        'Authorization callback URL': CALLBACK,
+        'Sign-out redirect URLs': typed,
+      }).expect(400);
+      const error = fieldError(res.text, 'signOutRedirectURLs')!;
+      expect(error).to.match(/^Sign-out redirect URLs, line 3, must use https/);
+      expect(error).to.match(/line 4, must be an absolute/);
+      expect(signOutBox(res.text)).to.equal(typed);
+    });
+
     it('shows a bad URL next to the box and keeps what was typed, changing nothing', async () => {
       const { group, client } = await groupWithOwner();
       const app = await createdApp(client, group);
