@@ -26,6 +26,8 @@ export const LABELS = {
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
   deleteAccount: { password: 'Your password' },
+  forgotPassword: { email: 'Email' },
+  resetPassword: { password: 'New password', password_confirmation: 'New password again' },
   signupConfirm: { username: 'Username', password: 'Password' },
 } as const satisfies Record<string, Record<string, string>>;
 
