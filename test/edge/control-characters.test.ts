@@ -172,7 +172,7 @@ describeEachProfile('control characters at the edge', (profile) => {
     it('refuses a control character in a query parameter with the error page naming it', async () => {
       const res = await fetch(`${server.url}/login?return_to=%2Fgroups%0D%0ASet-Cookie:x`);
       expect(res.status).to.equal(400);
-      expect(errorMessage(await res.text())).to.equal('Return_to must not contain control characters');
+      expect(errorMessage(await res.text())).to.equal('return_to must not contain control characters');
     });
 
     it('refuses a control character in a cookie, naming the cookie', async () => {
