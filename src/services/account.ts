@@ -97,7 +97,7 @@ export async function changePassword(
   const parsed = newPasswordSchema.safeParse({ username: user.username, email: user.email, password: change.password });
   const problems = parsed.success ? [] : rules.problemsOf(parsed.error.issues);
   if (change.confirmation !== change.password) {
-    problems.push({ field: 'password_confirmation', message: 'the two passwords do not match' });
+    problems.push({ field: 'password_confirmation', message: 'The two passwords do not match' });
   }
   if (!change.currentPassword) problems.push({ field: 'current_password', message: 'Enter your current password.' });
   if (problems.length) throw rules.invalidFields(problems);

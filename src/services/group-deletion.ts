@@ -29,7 +29,7 @@ export async function groupDeletionSummary(db: Knex, access: GroupAccess): Promi
  */
 export function requireDeletionConfirmed(access: GroupAccess, typed: string | undefined): void {
   if ((typed ?? '').trim().toLowerCase() !== access.group.path) {
-    throw new ValidationError('confirm', `type the group's path, ${access.group.path}, to confirm`);
+    throw new ValidationError('confirm', `Type the group's path, ${access.group.path}, to confirm`);
   }
 }
 

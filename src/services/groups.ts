@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
+import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError, problemOf } from '../errors.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../time.js';
 import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
@@ -33,6 +33,9 @@ export const groupSettingsSchema = z.object({
   /** Left out: unchanged. */
   personalTokenMaxLifetimeDays: maxLifetimeDays.optional(),
 });
+
+/** Settings that ask for two-factor authentication to be required. */
+const TURNING_ON_TWO_FACTOR = z.object({ requireTwoFactor: z.literal(true) });
 
 /** A personal access token that lives longer than a group allows: refused on that group's routes. */
 export class TokenLifetimeError extends AppError {
@@ -173,12 +176,18 @@ export async function createGroup(db: Knex, actor: Actor, input: NewGroup | Reco
 export async function updateGroupSettings(db: Knex, access: GroupAccess, input: unknown): Promise<void> {
   requireGroupAction(access, 'manage-settings');
   const { actor, group } = access;
-  const data = rules.parse(groupSettingsSchema, input);
-  const requireTwoFactor = data.requireTwoFactor ?? Boolean(group.require_two_factor);
+  // Every problem at once: the two-factor check runs whether or not the other fields are right.
+  const parsed = groupSettingsSchema.safeParse(input);
+  const problems = parsed.success ? [] : rules.problemsOf(parsed.error.issues);
+  const turningOn = TURNING_ON_TWO_FACTOR.safeParse(input).success && !group.require_two_factor;
   // The owner who turns it on must have it: else they would be refused their own group at once.
-  if (requireTwoFactor && !group.require_two_factor && !actor.admin && !(await hasTwoFactor(db, actor.userId))) {
-    throw new ValidationError('requireTwoFactor', 'requireTwoFactor needs two-factor authentication on your own account first (Account settings → Two-factor authentication)');
+  if (turningOn && !actor.admin && !(await hasTwoFactor(db, actor.userId))) {
+    const message = 'requireTwoFactor needs two-factor authentication on your own account first (Account settings → Two-factor authentication)';
+    problems.push({ field: 'requireTwoFactor', problem: problemOf('requireTwoFactor', message), message });
   }
+  if (!parsed.success || problems.length) throw rules.invalidFields(problems);
+  const data = parsed.data;
+  const requireTwoFactor = data.requireTwoFactor ?? Boolean(group.require_two_factor);
   const cap = data.personalTokenMaxLifetimeDays === undefined ? group.personal_token_max_lifetime_days : data.personalTokenMaxLifetimeDays;
   // The cap is recorded in words ("30 days", "no limit"), as the audit log shows it.
   const changes = changedFields(

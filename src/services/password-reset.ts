@@ -80,7 +80,7 @@ export async function resetPassword(
 ): Promise<{ user: UserRow; passwordHash: string; cleared: boolean }> {
   const user = await resetTarget(deps.db, input.token);
   rules.parse(newPasswordSchema, { username: user.username, email: user.email, password: input.password });
-  if (input.confirmation !== input.password) throw new ValidationError('password_confirmation', 'the two passwords do not match');
+  if (input.confirmation !== input.password) throw new ValidationError('password_confirmation', 'The two passwords do not match');
   const hash = await deps.kdf.hash(input.password);
   const cleared = await changing(deps.db, [`user:${user.id}`], () =>
     deps.db.transaction(async (trx) => {

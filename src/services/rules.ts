@@ -15,7 +15,7 @@ export const username = z
   .trim()
   .min(2, 'username must be 2–39 characters')
   .max(39, 'username must be 2–39 characters')
-  .regex(/^[a-zA-Z0-9\-_.]+$/, 'username may contain only letters, digits, "-", "_" and "."');
+  .regex(/^[a-zA-Z0-9\-_.]+$/, 'username may contain only ASCII letters, digits, "-", "_" and "."');
 
 export const email = z
   .string({ error: 'email is required' })

@@ -6,6 +6,7 @@ import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
 import { formFields, requireUser, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
+import { formErrors, LABELS } from './form-errors.js';
 import { RecoveryPass } from './recovery-routes.js';
 import { render } from './render.js';
 
@@ -62,7 +63,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     } catch (err) {
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo, values, errors: { email: err.message } }, err.status);
+      render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo, values, errors: formErrors(err, LABELS.forgotPassword) ?? { email: err.message } }, err.status);
       return;
     }
     ctx.redirect(`/forgot-password/sent${returnToQuery(returnTo)}`);
@@ -88,7 +89,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
       if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      render(ctx, 'password-reset/reset', { ...page, errors: { [err.field ?? 'password']: err.message } }, err.status);
+      render(ctx, 'password-reset/reset', { ...page, errors: formErrors(err, LABELS.resetPassword) ?? { [err.field ?? 'password']: err.message } }, err.status);
       return;
     }
     ctx.redirect(`/reset-password/done${returnToQuery(returnTo)}`);

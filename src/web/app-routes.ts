@@ -54,6 +54,12 @@ const NOTICES: Record<string, string> = {
   'tokens-revoked': 'Every user token of this application is revoked. Its users must authorize it again.',
 };
 
+/** A public application has no client secret, so the notices of its creation say so instead of speaking of one. */
+const PUBLIC_NOTICES: Record<string, string> = {
+  created: 'Application created. It is public: it has no client secret, and every authorization must use PKCE (S256).',
+  'app-repeated': 'This form was submitted already: this is the application it created. It is public: it has no client secret.',
+};
+
 /** The two application types, with what each is for, as the new-application form offers them. */
 const CLIENT_TYPES = [
   { value: 'confidential', label: 'Confidential', explanation: 'A server that can keep a client secret; it authenticates with it when it exchanges a code.' },
@@ -76,10 +82,14 @@ function appForm(ctx: Ctx): AppForm {
   } as AppForm;
 }
 
+/** The sign-out URLs box's lines, trimmed, each with its line number (from 1), blank lines left out. */
+function signOutLines(values: AppForm): Array<{ url: string; line: number }> {
+  return values.signOutRedirectURLs.split(/\r?\n/).map((text, i) => ({ url: text.trim(), line: i + 1 })).filter(({ url }) => url !== '');
+}
+
 /** The form as the services take it: the sign-out URLs are one a line in their text box, blank lines ignored. */
 function appInput(values: AppForm) {
-  const signOutRedirectURLs = values.signOutRedirectURLs.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
-  return { ...values, signOutRedirectURLs };
+  return { ...values, signOutRedirectURLs: signOutLines(values).map(({ url }) => url) };
 }
 
 function formOf(app: AppRow): AppForm {
@@ -114,9 +124,9 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   const developerUrl = (group: GroupRow) => `/groups/${encodeURIComponent(group.path)}/settings/developer`;
   const appUrl = (group: GroupRow, app: AppRow) => `${developerUrl(group)}/apps/${encodeURIComponent(app.client_id)}`;
 
-  function notice(ctx: Ctx): string | null {
+  function notice(ctx: Ctx, app?: AppRow): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES[key] ?? null;
+    return (app && isPublic(app) ? PUBLIC_NOTICES[key] : undefined) ?? NOTICES[key] ?? null;
   }
 
   const loadGroup = pageGroupLoader(deps);
@@ -162,7 +172,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       errors: extra.errors ?? {},
       labels: LABELS.app,
       onceKey: issueOnceKey(ctx),
-      flash: extra.flash ?? notice(ctx),
+      flash: extra.flash ?? notice(ctx, app),
     }, status);
   }
 
@@ -181,8 +191,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   }
 
   /** The errors of the application form, each next to its field; any other error propagates to the error page. */
-  function fieldErrors(err: unknown): Record<string, string> {
-    const errors = formErrors(err, LABELS.app);
+  function fieldErrors(err: unknown, values: AppForm): Record<string, string> {
+    const errors = formErrors(err, LABELS.app, {}, { signOutRedirectURLs: signOutLines(values).map(({ line }) => line) });
     if (!errors || !Object.keys(errors).every((field) => field === 'type' || (FIELDS as readonly string[]).includes(field))) throw err;
     return errors;
   }
@@ -223,7 +233,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       outcome = await createOnce(db, () => createApplication(db, access, { ...appInput(values), type }, submissionOf(ctx, 'app')));
     } catch (err) {
-      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
       return;
     }
     if ('created' in outcome) {
@@ -255,7 +265,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       updated = await updateApplication(db, provider, access, appInput(values));
     } catch (err) {
-      await renderEdit(ctx, access, { values, errors: fieldErrors(err) }, (err as AppError).status);
+      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values) }, (err as AppError).status);
       return;
     }
     const notice = updated.callback_url !== access.app.callback_url ? 'callback-changed' : 'updated';
@@ -298,6 +308,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       tab: 'developer',
       app: presentApp(app),
       appUrl: appUrl(group, app),
+      isPublic: isPublic(app),
       authorizedUsers: await authorizedUsersOf(db, access),
     });
   });

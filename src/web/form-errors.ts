@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { MAX_POLICY_DAYS } from '../policies/token-lifetime.js';
 import { AppError, ConflictError, RetryLaterError, ValidationError, type FieldProblem } from '../errors.js';
 
 /**
@@ -25,6 +26,8 @@ export const LABELS = {
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
   deleteAccount: { password: 'Your password' },
+  forgotPassword: { email: 'Email' },
+  resetPassword: { password: 'New password', password_confirmation: 'New password again' },
   signupConfirm: { username: 'Username', password: 'Password' },
 } as const satisfies Record<string, Record<string, string>>;
 
@@ -34,12 +37,26 @@ export type Labels = Readonly<Record<string, string>>;
 const LINE_FIELDS = new Set(['signOutRedirectURLs']);
 
 /**
+ * What a form's box takes, said whatever was wrong with it, for fields whose box takes other values
+ * than the API's field: the group's cap on token lifetimes is an empty box for no limit where the API
+ * takes null, and a word in it is not "required" but not a number.
+ */
+const PAGE_RULES: Readonly<Record<string, string>> = {
+  personalTokenMaxLifetimeDays: `must be a whole number of days from 1 to ${MAX_POLICY_DAYS}, or empty for no limit`,
+};
+
+/**
  * The errors of a form submission as the page shows them, `{ formField: message }`: every bad
  * field at once, each message in its label's words. `formField` renames a service's field to the
  * form's (the token form's `expiration` is the service's `expiresInDays`). Undefined when the
  * error is not about the form's fields: it then goes to the error page.
  */
-export function formErrors(err: unknown, labels: Labels, formField: Readonly<Record<string, string>> = {}): Record<string, string> | undefined {
+export function formErrors(
+  err: unknown,
+  labels: Labels,
+  formField: Readonly<Record<string, string>> = {},
+  lineNumbers: Readonly<Record<string, readonly number[]>> = {},
+): Record<string, string> | undefined {
   if (!(err instanceof AppError && err.field)) return undefined;
   const problems: FieldProblem[] = err instanceof ValidationError || err instanceof ConflictError
     ? err.problems
@@ -47,15 +64,27 @@ export function formErrors(err: unknown, labels: Labels, formField: Readonly<Rec
   const errors: Record<string, string> = {};
   for (const problem of problems) {
     const field = formField[problem.field] ?? problem.field;
-    errors[field] ??= inWords(problem, labels[field]);
+    const line = lineOf(problem, lineNumbers[problem.field]);
+    // Every bad line of a box typed one item a line is named, each after the first in the same sentence.
+    if (line !== undefined && errors[field] !== undefined && labels[field] && problem.problem) errors[field] += `; line ${line}, ${problem.problem}`;
+    else errors[field] ??= inWords(problem, labels[field], line);
   }
   return errors;
 }
 
-function inWords(problem: FieldProblem, label: string | undefined): string {
+/**
+ * The line of the box an item's problem is about: `lines` gives each item's line when blank lines
+ * were dropped before the items were checked; else the item's place. Undefined for other fields.
+ */
+function lineOf(problem: FieldProblem, lines: readonly number[] | undefined): number | undefined {
+  if (problem.index === undefined || !LINE_FIELDS.has(problem.field)) return undefined;
+  return lines?.[problem.index] ?? problem.index + 1;
+}
+
+function inWords(problem: FieldProblem, label: string | undefined, line: number | undefined): string {
+  if (label && Object.hasOwn(PAGE_RULES, problem.field)) return `${label} ${PAGE_RULES[problem.field]}`;
   if (!label || !problem.problem) return sentence(problem.message);
-  const line = problem.index !== undefined && LINE_FIELDS.has(problem.field) ? `, line ${problem.index + 1},` : '';
-  return `${label}${line} ${problem.problem}`;
+  return `${label}${line === undefined ? '' : `, line ${line},`} ${problem.problem}`;
 }
 
 /** A message that does not start with a label still starts as a sentence. */

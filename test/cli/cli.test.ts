@@ -297,7 +297,7 @@ describe('idp CLI: command line and environment', () => {
 
   it('user create refuses an invalid username, naming --username', async () => {
     const line = refusal(await idp(t.url, ['user', 'create', '--username', 'has space', '--email', 'x@example.test', '--password-stdin'], 'long enough\n'));
-    expect(line).to.equal('idp: --username: username may contain only letters, digits, "-", "_" and "."');
+    expect(line).to.equal('idp: --username: username may contain only ASCII letters, digits, "-", "_" and "."');
   });
 
   it('user create requires --password-stdin', async () => {

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeApp, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { launchChromium, signInThroughPage } from './support.js';
 
 /** Where these tests leave their screenshots to look at (the README's are taken by docs/screenshots/take-groups.ts). */
@@ -67,6 +67,19 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     await page.screenshot({ path: join(SHOTS, `application-phone-${profile}.png`), fullPage: true });
   });
 
+  it('at 390 px a path of the longest length and a long callback URL wrap instead of widening the page', async () => {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id, { path: `p${'a'.repeat(63)}` });
+    const { clientId } = await makeApp(idp.db, owner.id, group.id, { callbackURL: `https://app.example.test/${'c'.repeat(200)}` });
+
+    await open({ viewport: PHONE });
+    await signInThroughPage(page, idp.url, owner);
+    for (const path of ['', '/settings', '/settings/delete', `/settings/developer/apps/${clientId}`]) {
+      await page.goto(`${idp.url}/groups/${group.path}${path}`);
+      expect(await documentWidth(), `/groups/<path>${path} is no wider than the phone`).to.be.at.most(PHONE.width);
+    }
+  });
+
   it('at 1200 px the table keeps its header row and the labels stay hidden', async () => {
     const owner = await makeUser(idp.db);
     const group = await makeGroup(idp.db, owner.id);
@@ -78,6 +91,42 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     expect(before).to.be.oneOf(['none', 'normal']);
   });
 
+  it('at 1200 px the Access tokens and Sessions tables keep each button, badge and scope on one line; at 390 px the page does not scroll sideways', async () => {
+    const owner = await makeUser(idp.db);
+    await personalToken(idp.db, owner.id, { name: LONG_NAME, scopes: ['groups:read-only', 'groups:read-write'] });
+    await personalToken(idp.db, owner.id, { name: 'Expired', scopes: ['groups:read-only'] });
+    await idp.db('personal_access_tokens').where({ name: 'Expired' }).update({ expires_at: new Date(Date.now() - 86_400_000).toISOString() });
+    // Another browser signed in, so that the Sessions table has a Sign out button.
+    const elsewhere = await chromium.newContext();
+    try {
+      await signInThroughPage(await elsewhere.newPage(), idp.url, owner);
+    } finally {
+      await elsewhere.close();
+    }
+    /** The buttons, badges and scopes of the page's tables whose text takes more than one line. */
+    const broken = () => page.locator('table :is(button, .button, .badge, .scope)').evaluateAll((elements) =>
+      elements.filter((element) => {
+        const range = document.createRange();
+        range.selectNodeContents(element);
+        return new Set(Array.from(range.getClientRects(), (rect) => Math.round(rect.top))).size > 1;
+      }).map((element) => element.textContent));
+
+    await open({ viewport: { width: 1200, height: 800 } });
+    await signInThroughPage(page, idp.url, owner);
+    for (const path of ['/account/settings/tokens', '/account/settings/sessions']) {
+      await page.goto(`${idp.url}${path}`);
+      expect(await page.locator('table :is(button, .badge, .scope)').count(), path).to.be.at.least(2);
+      expect(await broken(), `${path}: the buttons, badges and scopes broken across lines`).to.deep.equal([]);
+      await page.screenshot({ path: join(SHOTS, `${path.split('/').pop()}-1200-${profile}.png`), fullPage: true });
+    }
+    await page.setViewportSize(PHONE);
+    for (const path of ['/account/settings/tokens', '/account/settings/sessions']) {
+      await page.goto(`${idp.url}${path}`);
+      expect(await documentWidth(), `${path} is no wider than the phone`).to.be.at.most(PHONE.width);
+      expect(await broken(), `${path} on a phone: the buttons, badges and scopes broken across lines`).to.deep.equal([]);
+    }
+  });
+
   it('follows the system\'s dark colour scheme', async () => {
     const owner = await makeUser(idp.db);
     await open({ viewport: PHONE, colorScheme: 'dark' });
@@ -87,6 +136,29 @@ describeEachProfile('Layout in a real browser: phones, long values, dark mode, t
     const dark = (rgb: string) => rgb.match(/\d+/g)!.slice(0, 3).map(Number).every((c) => c < 60);
     expect(dark(background), background).to.equal(true);
     expect(dark(card), card).to.equal(true);
+  });
+
+  it('in dark mode the API reference\'s schema names read against their background (contrast of at least 4.5)', async () => {
+    await open({ viewport: { width: 1200, height: 900 }, colorScheme: 'dark' });
+    await page.goto(`${idp.url}/apis/v2/docs`);
+    const names = page.locator('.models .json-schema-2020-12__title');
+    await names.first().waitFor();
+    // The text's colour and the colours of the element and its ancestors behind it, nearest first.
+    const colours = await names.evaluateAll((elements) => elements.map((element) => {
+      const behind: string[] = [];
+      for (let e: Element | null = element; e; e = e.parentElement) behind.push(getComputedStyle(e).backgroundColor);
+      return { name: element.textContent, color: getComputedStyle(element).color, behind };
+    }));
+    const rgba = (colour: string): number[] => colour.match(/[\d.]+/g)!.map(Number);
+    const channel = (c: number) => (c / 255 <= 0.03928 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+    const luminance = ([r = 0, g = 0, b = 0]: number[]) => 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+    const contrasts = colours.map(({ name, color, behind }) => {
+      const background = behind.map(rgba).find((c) => c.length < 4 || (c[3] ?? 0) > 0) ?? [255, 255, 255];
+      const [a, b] = [luminance(rgba(color)), luminance(background)];
+      return { name, color, contrast: Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 10) / 10 };
+    });
+    expect(contrasts.length).to.be.at.least(1);
+    expect(contrasts.filter((c) => c.contrast < 4.5)).to.deep.equal([]);
   });
 
   it('suggests the new group\'s path from its name until the person edits it', async () => {

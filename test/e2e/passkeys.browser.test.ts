@@ -109,6 +109,23 @@ describeEachProfile('Passkeys in a real browser', function (profile) {
     expect(tokens.claims()!.amr).to.deep.equal(['hwk', 'user', 'mfa']);
   });
 
+  it('adding a passkey this authenticator already holds shows only the error, not the earlier "Passkey added"', async () => {
+    const user = await makeUser(idp.db);
+    const { page, credentials } = await browserWithAuthenticator();
+    await signInThroughPage(page, idp.url, user);
+    await addPasskey(page, 'Laptop');
+    expect(await page.getByTestId('notice').isVisible(), 'the first one was added').to.equal(true);
+
+    await page.getByLabel('Passkey name').fill('Laptop again');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    const status = page.locator('[data-passkey-status]');
+    await page.waitForFunction(() => document.querySelector('[data-passkey-status]')?.textContent !== '');
+    expect(await status.textContent()).to.match(/^The passkey did not work/);
+    expect(await page.getByTestId('notice').isVisible(), 'no "Passkey added" beside the error').to.equal(false);
+    expect(await page.getByTestId('passkey-name').allTextContents()).to.deep.equal(['Laptop']);
+    expect(await credentials()).to.have.length(1);
+  });
+
   it('removing a passkey needs the password; then it no longer signs in', async () => {
     const user = await makeUser(idp.db);
     const { page } = await browserWithAuthenticator();

@@ -145,14 +145,14 @@ describeEachProfile('control characters at the edge', (profile) => {
       const browser = await visit(server.url, '/login');
       const res = await browser.submit('/login', { login: `${owner.username}\u0000`, password: 'x' });
       expect(res.status).to.equal(400);
-      expect(errorMessage(res.text)).to.equal('login must not contain control characters');
+      expect(errorMessage(res.text)).to.equal('Login must not contain control characters');
     });
 
     it('refuses a control character in a sign-up field and creates no account', async () => {
       const browser = await visit(server.url, '/signup');
       const res = await browser.submit('/signup', { username: 'ctrl-user', email: 'ctrl@example.test', name: 'Ctrl\u001b[31m', password: 'a long password 1' });
       expect(res.status).to.equal(400);
-      expect(errorMessage(res.text)).to.equal('name must not contain control characters');
+      expect(errorMessage(res.text)).to.equal('Name must not contain control characters');
       expect(await server.db('users').where({ username_key: 'ctrl-user' })).to.have.length(0);
     });
 
@@ -166,7 +166,7 @@ describeEachProfile('control characters at the edge', (profile) => {
     it('refuses a control character in a path segment with the error page', async () => {
       const res = await fetch(`${server.url}/groups/a%00b`);
       expect(res.status).to.equal(400);
-      expect(errorMessage(await res.text())).to.equal('path must not contain control characters');
+      expect(errorMessage(await res.text())).to.equal('Path must not contain control characters');
     });
 
     it('refuses a control character in a query parameter with the error page naming it', async () => {
@@ -178,7 +178,7 @@ describeEachProfile('control characters at the edge', (profile) => {
     it('refuses a control character in a cookie, naming the cookie', async () => {
       const res = await fetch(`${server.url}/login`, { headers: { cookie: 'idp_session=abc\tdef' } });
       expect(res.status).to.equal(400);
-      expect(errorMessage(await res.text())).to.equal('cookie idp_session must not contain control characters');
+      expect(errorMessage(await res.text())).to.equal('Cookie idp_session must not contain control characters');
     });
   });
 });

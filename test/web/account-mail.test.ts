@@ -197,6 +197,17 @@ describeEachProfile('mail: e-mail verification and password reset through SMTP',
       expect(smtp.countTo(unknown)).to.equal(0);
     });
 
+    it('words the new password’s errors as sentences in the labels’ words', async () => {
+      const user = await makeUser(idp.db);
+      const client = await visit(idp.url, '/forgot-password');
+      await client.submit('/forgot-password', { email: user.email }).expect(302);
+      const page = await client.get(linkIn(await smtp.next(user.email), idp.url)).expect(200);
+      const mismatch = await client.fill(page, '/reset-password', { 'New password': NEW_PASSWORD, 'New password again': 'something else' }).expect(400);
+      expect(fieldError(mismatch.text, 'password_confirmation')).to.equal('The two passwords do not match');
+      const short = await client.fill(page, '/reset-password', { 'New password': 'short', 'New password again': 'short' }).expect(400);
+      expect(fieldError(short.text, 'password')).to.equal('New password must be at least 8 characters');
+    });
+
     it('shows field errors for a malformed address and for a new password that breaks the rules', async () => {
       const client = await visit(idp.url, '/forgot-password');
       const malformed = await client.submit('/forgot-password', { email: 'not an address' }).expect(400);

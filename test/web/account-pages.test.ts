@@ -191,7 +191,7 @@ describeEachProfile('account settings: profile, password, sessions, delete accou
       for (const uid of [row.uid, 'no-such-session']) {
         const res = await stranger.postForm(`/account/settings/sessions/${uid}/sign-out`, { _csrf: csrfFrom(html) });
         expect(res.status).to.equal(404);
-        expect(errorMessage(res.text)).to.equal('no such session');
+        expect(errorMessage(res.text)).to.equal('No such session');
       }
       expect(await isSignedIn(ownersAgent)).to.equal(true);
     });

@@ -405,6 +405,38 @@ describeEachProfile('OAuth application pages', (profile) => {
     });
   });
 
+  describe('a public application', () => {
+    /** Fills the New application form as a person would, choosing Public, and opens the page it leads to. */
+    async function createdPublicApp(client: Browser, group: GroupRow) {
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      const created = await client.fill(form, '/apps', {
+        'Application name': VALID.name,
+        'Homepage URL': VALID.homepageURL,
+        'Authorization callback URL': CALLBACK,
+        Public: 'checked',
+      }).expect(302);
+      return client.follow(created).expect(200);
+    }
+    const noticeOf = (html: string) => unescapeHtml(/data-testid="notice">([^<]*)</.exec(html)?.[1] ?? 'no notice');
+
+    it('is created with a notice that speaks of no client secret', async () => {
+      const { group, client } = await groupWithOwner();
+      const page = await createdPublicApp(client, group);
+      expect((await appRow(shownClientId(page.text)!)).client_type).to.equal('public');
+      expect(shownSecret(page.text)).to.equal(undefined);
+      expect(noticeOf(page.text)).to.equal('Application created. It is public: it has no client secret, and every authorization must use PKCE (S256).');
+    });
+
+    it('says the application stays when all user tokens are revoked, naming no client secrets', async () => {
+      const { group, client } = await groupWithOwner();
+      const page = await createdPublicApp(client, group);
+      expect(page.text).to.include('each must authorize it again. The application stays.</p>');
+      const confirm = await client.get(`${page.url.pathname}/revoke-tokens`).expect(200);
+      expect(confirm.text).to.include('authorization again. The application stays.</p>');
+      expect(confirm.text).not.to.include('client secret');
+    });
+  });
+
   describe('sign-out redirect URLs', () => {
     /** The text of the Sign-out redirect URLs box. */
     const signOutBox = (html: string) => unescapeHtml(/<textarea id="signOutRedirectURLs"[^>]*>([^<]*)<\/textarea>/.exec(html)?.[1] ?? 'no box');
@@ -429,6 +461,22 @@ describeEachProfile('OAuth application pages', (profile) => {
       const app = await createdApp(client, group, { signOutRedirectURLs: 'https://deploy.example.test/a' } as Partial<typeof VALID>);
       await client.submit(appPage(group, app.clientId), { ...VALID, signOutRedirectURLs: 'https://deploy.example.test/b' }).expect(302);
       expect(JSON.parse((await appRow(app.clientId)).sign_out_urls)).to.deep.equal(['https://deploy.example.test/b']);
+    });
+
+    it('names every bad line at once, counting the blank lines of the box', async () => {
+      const { group, client } = await groupWithOwner();
+      const form = await client.get(`${developer(group)}/apps/new`).expect(200);
+      const typed = 'https://deploy.example.test/ok\n\nhttp://deploy.example.test/bye\nnot a url';
+      const res = await client.fill(form, '/apps', {
+        'Application name': VALID.name,
+        'Homepage URL': VALID.homepageURL,
+        'Authorization callback URL': CALLBACK,
+        'Sign-out redirect URLs': typed,
+      }).expect(400);
+      const error = fieldError(res.text, 'signOutRedirectURLs')!;
+      expect(error).to.match(/^Sign-out redirect URLs, line 3, must use https/);
+      expect(error).to.match(/line 4, must be an absolute/);
+      expect(signOutBox(res.text)).to.equal(typed);
     });
 
     it('shows a bad URL next to the box and keeps what was typed, changing nothing', async () => {

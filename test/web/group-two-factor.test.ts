@@ -34,6 +34,15 @@ describeEachProfile('Groups that require two-factor authentication', (profile) =
     expect((await idp.db('groups').where({ id: group.id }).first('require_two_factor')).require_two_factor).to.be.oneOf([false, 0]);
   });
 
+  it('an owner without two-factor who also leaves the name empty is told both at once', async () => {
+    const { owner, group } = await groupWithMember();
+    const browser = await signIn(idp.url, owner);
+    const page = await browser.get(`/groups/${group.path}/settings`).expect(200);
+    const refused = await browser.fill(page, `/groups/${group.path}/settings`, { Name: '', 'Require two-factor authentication': 'checked' }).expect(400);
+    expect(fieldError(refused.text, 'name')).to.equal('Name is required');
+    expect(fieldError(refused.text, 'requireTwoFactor')).to.match(/^Require two-factor authentication needs two-factor authentication on your own account first/);
+  });
+
   it('members without it are marked in Members and refused the group’s pages and API (403 naming why) until they turn it on', async () => {
     const { owner, member, group } = await groupWithMember();
     // Signed in before turning it on: this session stays signed in.

@@ -289,6 +289,20 @@ describeEachProfile('groups pages', (profile) => {
       expect((await groupRow(group.id)).name).to.equal(group.name);
     });
 
+    it('says what the maximum lifetime of personal access tokens takes, in the page’s words, for a word or a number out of range', async () => {
+      const { group, client } = await groupWithOwner();
+      const settings = `/groups/${group.path}/settings`;
+      const page = await client.get(settings).expect(200);
+      for (const typed of ['abc', '366', '0', '1.5']) {
+        const res = await client.fill(page, settings, { 'Maximum lifetime of personal access tokens': typed }).expect(400);
+        expect(fieldError(res.text, 'personalTokenMaxLifetimeDays'), typed).to.equal(
+          'Maximum lifetime of personal access tokens must be a whole number of days from 1 to 365, or empty for no limit',
+        );
+        expect(inputValue(res.text, 'personalTokenMaxLifetimeDays')).to.equal(typed);
+      }
+      expect((await groupRow(group.id)).personal_token_max_lifetime_days).to.equal(null);
+    });
+
     it('adds a member by username', async () => {
       const { group, client } = await groupWithOwner();
       const user = await makeUser(idp.db);

@@ -14,7 +14,11 @@
     event.preventDefault();
     const form = button.closest('form');
     const status = form.querySelector('[data-passkey-status]');
-    const say = (text) => { if (status) status.textContent = text; };
+    // What goes wrong is said under the button, and an earlier notice ("Passkey added") no longer shows beside it.
+    const say = (text) => {
+      for (const notice of document.querySelectorAll('.notice')) notice.hidden = true;
+      if (status) status.textContent = text;
+    };
     if (!supported) return say('This browser cannot use passkeys.');
     const purpose = button.getAttribute('data-passkey');
     if (purpose === 'register' && !form.elements.name.value.trim()) return say('Give the passkey a name first.');

@@ -118,7 +118,7 @@ export async function setFirstPassword(
   if (hasPassword(user.password_hash)) throw new HasPasswordError();
   const parsed = firstPasswordSchema.safeParse({ username: user.username, email: user.email, password: input.password });
   const problems = parsed.success ? [] : rules.problemsOf(parsed.error.issues);
-  if (input.confirmation !== input.password) problems.push({ field: 'password_confirmation', message: 'the two passwords do not match' });
+  if (input.confirmation !== input.password) problems.push({ field: 'password_confirmation', message: 'The two passwords do not match' });
   if (problems.length) throw rules.invalidFields(problems);
   const hash = await deps.kdf.hash(input.password);
   const replaced = await changing(deps.db, [`user:${user.id}`], () =>
