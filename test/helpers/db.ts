@@ -21,8 +21,18 @@ export const TEST_DATABASE_POOLING: DbPooling = process.env.TEST_DATABASE_POOLIN
 /** The storage profiles every suite runs on: SQLite always, PostgreSQL + Redis when both are configured. */
 export type Profile = 'sqlite' | 'postgres+redis';
 
+/**
+ * TEST_PROFILES (comma-separated) narrows them, e.g. `postgres+redis` for a CI leg whose SQLite
+ * halves run in another leg; naming a profile that is not configured is an error, not a silent skip.
+ */
 export function profiles(): Profile[] {
-  return TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
+  const configured: Profile[] = TEST_DATABASE_URL && TEST_REDIS_URL ? ['sqlite', 'postgres+redis'] : ['sqlite'];
+  const only = (process.env.TEST_PROFILES ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+  if (only.length === 0) return configured;
+  for (const name of only) {
+    if (!configured.includes(name as Profile)) throw new Error(`TEST_PROFILES names ${name}, which is not configured here (postgres+redis needs TEST_DATABASE_URL and TEST_REDIS_URL)`);
+  }
+  return configured.filter((profile) => only.includes(profile));
 }
 
 /**
