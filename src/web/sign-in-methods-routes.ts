@@ -1,4 +1,4 @@
-import { startUpstream } from './federation-routes.js';
+import { SIGN_IN_METHODS_PAGE, startUpstream } from './federation-routes.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { UserRow } from '../db/users.js';
@@ -15,7 +15,8 @@ import { refuseUnverified } from './verified-address.js';
 import { mayAddCredentials } from '../policies/account.js';
 import { noticeToOwner } from './security-notice.js';
 
-export const SIGN_IN_METHODS = '/account/settings/sign-in-methods';
+/** Account settings → Sign-in methods, where a link made from it comes back to. */
+export const SIGN_IN_METHODS = SIGN_IN_METHODS_PAGE;
 
 /** The Set a password form's labels (the words its errors start with). */
 const SET_PASSWORD_LABELS = { password: 'New password', password_confirmation: 'Confirm new password' };

@@ -340,6 +340,10 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     expect((await findIdentity(idp.db, providerIds.upstream!, p.sub))!.user_id).to.equal(owner.id);
     const notice = await smtp.nextWith(owner.email, 'A sign-in method was linked');
     expect(notice.text).to.include('Upstream upstream');
+    const audited = await idp.db('audit_events').where({ user_id: owner.id, action: 'user.identity.link' }).select('details');
+    expect(audited).to.have.length(1);
+    const details: unknown = audited[0]!.details;
+    expect(typeof details === 'string' ? JSON.parse(details) : details).to.deep.include({ provider: 'upstream' });
 
     // The identity now signs in to the account, from a browser that never saw the password.
     const other = browser();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as client from 'openid-client';
-import type { UpstreamProvider } from './upstream.js';
+import type { KindSetting, UpstreamProvider } from './upstream.js';
 
 /**
  * What the preset kinds share: reading an upstream's discovery document within the sign-in
@@ -125,6 +125,12 @@ export function parseBaseUrl(value: string, what = 'the base URL'): string {
   if (url.username || url.password) throw new Error(`${what} must not contain a user name or password`);
   if (url.search || url.hash || trimmed.includes('?') || trimmed.includes('#')) throw new Error(`${what} must not contain a query (?…) or fragment (#…)`);
   return url.href.replace(/\/+$/, '');
+}
+
+/** An optional URL setting of a kind (empty: the kind's default), checked by `parseBaseUrl`; its errors name it by its label. */
+export function urlSetting(name: string, label: string, hint: string): KindSetting {
+  const what = `the ${label.replace(/^[A-Z][a-z]/, (first) => first.toLowerCase())}`;
+  return { name, label, hint, required: false, parse: (value) => parseBaseUrl(value, what) };
 }
 
 /** A claim as a string, or '' when absent or not a string. */

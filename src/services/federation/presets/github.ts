@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import type { UpstreamKind, UpstreamProfile, UpstreamProvider } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, parseBaseUrl, prepare, timedFetch } from '../discovery.js';
+import { UpstreamAnswerError, cachedConfiguration, urlSetting, prepare, timedFetch } from '../discovery.js';
 
 /**
  * GitHub.com and GitHub Enterprise Server: OAuth 2 (no OpenID Connect, so no ID token), with the
@@ -110,20 +110,8 @@ export const github: UpstreamKind = {
   kind: 'github',
   label: 'GitHub',
   settings: [
-    {
-      name: 'base_url',
-      label: 'Base URL',
-      hint: 'Leave empty for github.com. For GitHub Enterprise Server, its address, such as https://github.example.com.',
-      required: false,
-      parse: (value) => parseBaseUrl(value, 'the base URL'),
-    },
-    {
-      name: 'api_url',
-      label: 'API URL',
-      hint: 'Leave empty: https://api.github.com for github.com, <base URL>/api/v3 for Enterprise Server. Set only to reach the API through a proxy.',
-      required: false,
-      parse: (value) => parseBaseUrl(value, 'the API URL'),
-    },
+    urlSetting('base_url', 'Base URL', 'Leave empty for github.com. For GitHub Enterprise Server, its address, such as https://github.example.com.'),
+    urlSetting('api_url', 'API URL', 'Leave empty: https://api.github.com for github.com, <base URL>/api/v3 for Enterprise Server. Set only to reach the API through a proxy.'),
   ],
   defaultScopes: ['read:user', 'user:email'],
   usesIdToken: false,

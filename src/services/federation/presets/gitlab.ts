@@ -1,5 +1,5 @@
 import type { UpstreamKind } from '../upstream.js';
-import { cachedConfiguration, discover, parseBaseUrl } from '../discovery.js';
+import { cachedConfiguration, discover, urlSetting } from '../discovery.js';
 import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
@@ -14,13 +14,7 @@ export const gitlab: UpstreamKind = {
   kind: 'gitlab',
   label: 'GitLab',
   settings: [
-    {
-      name: 'base_url',
-      label: 'Base URL',
-      hint: 'Leave empty for gitlab.com. For a self-managed GitLab, its address, such as https://gitlab.example.com.',
-      required: false,
-      parse: (value) => parseBaseUrl(value, 'the base URL'),
-    },
+    urlSetting('base_url', 'Base URL', 'Leave empty for gitlab.com. For a self-managed GitLab, its address, such as https://gitlab.example.com.'),
   ],
   defaultScopes: ['openid', 'email', 'profile'],
   usesIdToken: true,

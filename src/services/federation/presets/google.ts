@@ -1,6 +1,6 @@
 import type * as client from 'openid-client';
 import type { UpstreamKind } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, discover, parseBaseUrl, stringClaim } from '../discovery.js';
+import { UpstreamAnswerError, cachedConfiguration, discover, urlSetting, stringClaim } from '../discovery.js';
 import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
@@ -31,13 +31,7 @@ export const google: UpstreamKind = {
         return domain;
       },
     },
-    {
-      name: 'base_url',
-      label: 'Issuer URL',
-      hint: 'Leave empty (https://accounts.google.com). Set only to use a stand-in for Google, as the tests do.',
-      required: false,
-      parse: (value) => parseBaseUrl(value, 'the issuer URL'),
-    },
+    urlSetting('base_url', 'Issuer URL', 'Leave empty (https://accounts.google.com). Set only to use a stand-in for Google, as the tests do.'),
   ],
   defaultScopes: ['openid', 'email', 'profile'],
   usesIdToken: true,

@@ -1,6 +1,6 @@
 import type * as client from 'openid-client';
 import type { UpstreamKind, UpstreamProvider } from '../upstream.js';
-import { UpstreamAnswerError, cachedConfiguration, discover, insecureAllowed, parseBaseUrl, stringClaim, timedFetch, trueClaim } from '../discovery.js';
+import { UpstreamAnswerError, cachedConfiguration, discover, insecureAllowed, urlSetting, stringClaim, timedFetch, trueClaim } from '../discovery.js';
 import { oidcClaims, standardProfile } from '../oidc-profile.js';
 
 /**
@@ -92,13 +92,7 @@ export const microsoft: UpstreamKind = {
       required: true,
       parse: parseTenant,
     },
-    {
-      name: 'authority',
-      label: 'Authority',
-      hint: 'Leave empty for the global cloud (https://login.microsoftonline.com). For a national cloud, its sign-in host, such as https://login.microsoftonline.us or https://login.chinacloudapi.cn.',
-      required: false,
-      parse: (value) => parseBaseUrl(value, 'the authority'),
-    },
+    urlSetting('authority', 'Authority', 'Leave empty for the global cloud (https://login.microsoftonline.com). For a national cloud, its sign-in host, such as https://login.microsoftonline.us or https://login.chinacloudapi.cn.'),
   ],
   defaultScopes: ['openid', 'email', 'profile'],
   usesIdToken: true,
