@@ -29,6 +29,8 @@ describeEachProfile('Two-factor authentication in a real browser', function (pro
       // Each step's code works once: the next forms get the codes of the steps that follow.
       await withClockAhead(30_000, async () => {
         await page.goto(`${idp.url}/account/settings/two-factor`);
+        await page.getByRole('link', { name: 'View recovery codes' }).click();
+        expect(await page.getByTestId('recovery-codes-left').textContent()).to.equal('10');
         await page.getByTestId('regenerate-form').getByLabel('Code from your app').fill(await codeFor(secret));
         await page.getByRole('button', { name: 'Generate new recovery codes' }).click();
         await page.getByRole('heading', { name: 'New recovery codes' }).waitFor();
