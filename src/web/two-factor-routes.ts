@@ -23,8 +23,8 @@ const BASE = '/account/settings/two-factor';
 
 /**
  * The code fields of the two forms that take a code (Generate new recovery codes on
- * recovery-codes-status.ejs, Turn off on two-factor.ejs): each has a name of its own, as they
- * once shared a page, and so that an error names the field it is about.
+ * recovery-codes-status.ejs, Turn off on two-factor.ejs): each has a name of its own, so that an
+ * error is said beside its own form.
  */
 const REGENERATE_CODE = 'regenerate_code';
 const DISABLE_CODE = 'disable_code';
