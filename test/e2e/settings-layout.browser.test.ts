@@ -48,9 +48,12 @@ describeEachProfile('Settings areas in a real browser: sidebar navigation', func
         const nav = page.getByRole('navigation', { name: area });
         expect(await visibleLinks(page, area), path).to.deep.equal(pages);
         expect(await nav.locator('[aria-current="page"]:visible').allTextContents(), path).to.deep.equal([name]);
-        const [sidebar, content] = [await box(page, '.settings-side'), await box(page, '.settings > .card')];
+        const [sidebar, content] = [await box(page, '.settings-side'), await box(page, '.settings-content')];
         expect(sidebar.x + sidebar.width, `${path}: the sidebar ends before the page begins`).to.be.at.most(content.x);
         expect(content.width, `${path}: the page's column`).to.be.at.least(800);
+        for (const card of await page.locator('.card').all()) {
+          expect((await card.boundingBox())!.x, `${path}: every card of the page is in its column`).to.equal(content.x);
+        }
       }
     });
 
@@ -66,7 +69,7 @@ describeEachProfile('Settings areas in a real browser: sidebar navigation', func
         const menu = page.getByRole('navigation', { name: area }).locator('details');
         expect(await menu.locator('summary').textContent(), path).to.equal(name);
         expect(await visibleLinks(page, area), `${path}: the menu starts closed`).to.deep.equal([]);
-        expect((await box(page, '.settings-side')).y, `${path}: the menu is above the page`).to.be.below((await box(page, '.settings > .card')).y);
+        expect((await box(page, '.settings-side')).y, `${path}: the menu is above the page`).to.be.below((await box(page, '.settings-content')).y);
       }
       // The menu opens without script and leads to the other pages.
       await page.getByRole('navigation', { name: area }).locator('summary').click();
