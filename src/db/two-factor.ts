@@ -63,3 +63,9 @@ export async function unusedRecoveryCodes(db: Knex, userId: number): Promise<num
   const row = await db('recovery_codes').where({ user_id: userId }).whereNull('used_at').count({ n: '*' }).first();
   return Number(row?.n ?? 0);
 }
+
+/** When the user's current recovery codes were made (they are made ten at a time), if they have any. */
+export async function recoveryCodesMadeAt(db: Knex, userId: number): Promise<string | Date | undefined> {
+  const row = await db('recovery_codes').where({ user_id: userId }).max({ at: 'created_at' }).first();
+  return row?.at ?? undefined;
+}

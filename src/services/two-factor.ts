@@ -8,6 +8,7 @@ import {
   deleteRecoveryCodes,
   deleteTotp,
   findTotp,
+  recoveryCodesMadeAt,
   replaceRecoveryCodes,
   saveUnconfirmedTotp,
   unusedRecoveryCodes,
@@ -17,7 +18,7 @@ import { deletePasskeysOf } from '../db/passkeys.js';
 import type { UserRow } from '../db/users.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { isSealed, type KeyCipher } from '../key-encryption.js';
-import { now } from '../time.js';
+import { now, toIso } from '../time.js';
 import { digest } from '../tokens.js';
 import type { Limits } from './limits.js';
 
@@ -73,6 +74,15 @@ export interface TotpSetup {
 export async function twoFactorStatus(db: Knex, userId: number): Promise<TwoFactorStatus> {
   const [totp, recoveryCodesLeft] = await Promise.all([findTotp(db, userId), unusedRecoveryCodes(db, userId)]);
   return { enabled: Boolean(totp?.confirmed_at), pending: Boolean(totp && !totp.confirmed_at), recoveryCodesLeft };
+}
+
+/**
+ * What can be shown of the recovery codes after the page that showed them once: how many are
+ * left unused and when they were made. The codes themselves are stored only as digests.
+ */
+export async function recoveryCodesSummary(db: Knex, userId: number): Promise<{ left: number; madeAt: string | null }> {
+  const [left, madeAt] = await Promise.all([unusedRecoveryCodes(db, userId), recoveryCodesMadeAt(db, userId)]);
+  return { left, madeAt: toIso(madeAt) };
 }
 
 /** Whether sign-in asks this user for a second factor. */

@@ -139,9 +139,10 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
     }, status);
   }
 
+  // The area's address opens its first page, as the header's link does.
   router.get('/', (ctx) => {
     requireUser(ctx);
-    ctx.redirect(`${BASE}/tokens`);
+    ctx.redirect(`${BASE}/profile`);
   });
 
   /** The tokens page; right after a token was made, with that token, this once. */

@@ -4,6 +4,7 @@ import type { UserRow } from '../db/users.js';
 import {
   confirmTotp,
   disableTwoFactor,
+  recoveryCodesSummary,
   regenerateRecoveryCodes,
   totpSetup,
   twoFactorStatus,
@@ -21,8 +22,9 @@ import { refuseUnverified } from './verified-address.js';
 const BASE = '/account/settings/two-factor';
 
 /**
- * The code fields of the status page's two forms (views/account/settings/two-factor.ejs): each
- * has a name of its own, so that its error shows beside the right form.
+ * The code fields of the two forms that take a code (Generate new recovery codes on
+ * recovery-codes-status.ejs, Turn off on two-factor.ejs): each has a name of its own, so that an
+ * error is said beside its own form.
  */
 const REGENERATE_CODE = 'regenerate_code';
 const DISABLE_CODE = 'disable_code';
@@ -60,6 +62,16 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
       setup: await totpSetup(settings, user),
       errors,
       flash: null,
+    }, status);
+  }
+
+  /** What is left of the codes, and the form that makes new ones. */
+  async function renderCodesSummary(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
+    render(ctx, 'account/settings/recovery-codes-status', {
+      title: 'Recovery codes · Account settings',
+      tab: 'two-factor',
+      summary: await recoveryCodesSummary(deps.db, user.id),
+      errors,
     }, status);
   }
 
@@ -114,10 +126,13 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     }
   });
 
-  router.get(`${BASE}/recovery-codes`, (ctx) => {
-    const shown = flashBox(ctx).take(codesFlashFor(requireUser(ctx)));
-    if (!shown) return ctx.redirect(BASE);
-    renderCodes(ctx, shown.secret.split(' '), shown.name ?? 'Recovery codes');
+  // Right after they were made, the codes (once); after that, how many are left and when they were made.
+  router.get(`${BASE}/recovery-codes`, async (ctx) => {
+    const user = requireUser(ctx);
+    const shown = flashBox(ctx).take(codesFlashFor(user));
+    if (shown) return renderCodes(ctx, shown.secret.split(' '), shown.name ?? 'Recovery codes');
+    if (!(await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
+    await renderCodesSummary(ctx, user);
   });
 
   // The addresses the other forms post to, opened on their own: the page the forms are on.
@@ -136,7 +151,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
-      await renderStatus(ctx, user, { [REGENERATE_CODE]: errors.code ?? '' }, formStatus(err));
+      await renderCodesSummary(ctx, user, { [REGENERATE_CODE]: errors.code ?? '' }, formStatus(err));
     }
   });
 

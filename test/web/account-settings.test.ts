@@ -89,13 +89,15 @@ describeEachProfile('account settings pages', (profile) => {
   });
 
   describe('layout', () => {
-    it('redirects /account/settings to Access tokens and shows the tab bar', async () => {
+    it('redirects /account/settings to Profile, its first page, and lists every page in the sidebar', async () => {
       const { browser } = await signedInUser();
       const res = await browser.get('/account/settings');
       expect(res.status).to.equal(302);
-      expect(res.headers.get('location')).to.equal('/account/settings/tokens');
+      expect(res.headers.get('location')).to.equal('/account/settings/profile');
+      expect(await page(browser, '/groups')).to.include('<a href="/account/settings/profile" data-testid="account-settings">Account settings</a>');
       const html = await page(browser, '/account/settings/tokens');
-      expect(html).to.match(/<a href="\/account\/settings\/tokens" class="active" aria-current="page">Access tokens<\/a>/);
+      expect(html).to.match(/<nav class="settings-nav" aria-label="Account settings">/);
+      expect(html).to.match(/<a href="\/account\/settings\/tokens" aria-current="page">Access tokens<\/a>/);
       expect(html).to.include('<a href="/account/settings/applications">Authorized applications</a>');
       expect(html).to.include('data-testid="account-settings"');
     });

@@ -199,11 +199,12 @@ describeEachProfile('groups pages', (profile) => {
       `/groups/${path}/settings/audit`,
     ];
 
-    it('shows the owner the tab bar General · Members · Developer · Audit log on every settings page', async () => {
+    it('shows the owner the sidebar General · Members · Developer · Audit log on every settings page, the page itself marked', async () => {
       const { group, client } = await groupWithOwner();
       for (const url of settingsPages(group.path)) {
         const res = await client.get(url).expect(200);
-        expect(res.text).to.match(/class="tabs"[\s\S]*>General<[\s\S]*>Members<[\s\S]*>Developer<[\s\S]*>Audit log</);
+        expect(res.text).to.match(/aria-label="Group settings"[\s\S]*>General<[\s\S]*>Members<[\s\S]*>Developer<[\s\S]*>Audit log</);
+        expect(res.text).to.include(`<a href="${url}" aria-current="page">`);
       }
     });
 

@@ -47,11 +47,12 @@ describeEachProfile('Security notices by e-mail', (profile) => {
       await browser.fill(status, `${TWO_FACTOR}/setup`).expect(302);
       const setup = await browser.get(`${TWO_FACTOR}/setup`).expect(200);
       const secret = /data-testid="totp-secret">([A-Z2-7 ]+)</.exec(setup.text)![1]!.replace(/ /g, '');
-      await browser.fill(setup, `${TWO_FACTOR}/setup/confirm`, { 'Code from your app': await codeFor(secret) }).expect(302);
+      await browser.fill(setup, `${TWO_FACTOR}/setup/confirm`, { 'Code from your app': await codeFor(secret) }).expect(302, `${TWO_FACTOR}/recovery-codes`);
+      await browser.get(`${TWO_FACTOR}/recovery-codes`).expect(200);
       expectNotice(await smtp.next(user.email), 'Two-factor authentication was turned on', 'Two-factor authentication with an authenticator app was turned on for your account.', 'Firefox on Windows', '127.0.0.1');
 
       await withClockAhead(30_000, async () => {
-        const page = await browser.get(TWO_FACTOR).expect(200);
+        const page = await browser.get(`${TWO_FACTOR}/recovery-codes`).expect(200);
         await browser.fill(page, `${TWO_FACTOR}/recovery-codes`, { 'Code from your app': await codeFor(secret) }).expect(302);
       });
       expectNotice(await smtp.next(user.email), 'New recovery codes were made', 'New two-factor recovery codes were made for your account; the old ones no longer work.', 'Firefox on Windows', '127.0.0.1');

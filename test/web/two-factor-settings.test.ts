@@ -31,9 +31,12 @@ async function turnOn(browser: Browser): Promise<{ secret: string; codes: string
   return { secret, codes: codesOn(done.text) };
 }
 
-/** Opens the status page and sends its form posting to `action` with `code` typed into its field; expects `status`. */
+/**
+ * Opens the page of the form posting to `action` (Recovery codes for new codes, the status page to
+ * turn it off) and sends it with `code` typed into its field; expects `status`.
+ */
 async function submitCode(browser: Browser, action: string, code: string, status: number, location?: string) {
-  const page = await browser.get(BASE).expect(200);
+  const page = await browser.get(action === `${BASE}/recovery-codes` ? action : BASE).expect(200);
   return browser.fill(page, action, { 'Code from your app': code }).expect(status, location);
 }
 
@@ -65,8 +68,13 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       expect(codes).to.have.length(10);
       expect(new Set(codes).size).to.equal(10);
       expect(done.headers.get('cache-control')).to.include('no-store');
-      // Shown once: a reload (or Back) finds the page without them.
-      await browser.get(`${BASE}/recovery-codes`).expect(302, BASE);
+      // Shown once: a reload (or Back) finds the page without them, saying how many are left and since when.
+      const again = await browser.get(`${BASE}/recovery-codes`).expect(200);
+      expect(codesOn(again.text)).to.deep.equal([]);
+      for (const code of codes) expect(again.text).not.to.include(code);
+      expect(again.text).to.include('data-testid="recovery-codes-left">10<');
+      const madeAt = (await idp.db('recovery_codes').where({ user_id: user.id }).first('created_at')).created_at;
+      expect(again.text).to.include(`<time datetime="${new Date(madeAt).toISOString()}">`);
 
       const on = await browser.get(BASE).expect(200);
       expect(on.text).to.include('On');
@@ -107,6 +115,9 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
       const { secret, codes } = await turnOn(browser);
       const replayed = await submitCode(browser, `${BASE}/disable`, await codeFor(secret), 400);
       expect(fieldError(replayed.text, 'disable_code')).to.match(/not right|used already/);
+      const wrong = await submitCode(browser, `${BASE}/recovery-codes`, 'aaaaa-aaaaa', 400);
+      expect(fieldError(wrong.text, 'regenerate_code'), 'the error beside the form on Recovery codes').to.match(/not right/);
+      expect(wrong.text).to.include('data-testid="recovery-codes-left">10<');
 
       // Regenerating with a recovery code spends it; the old set stops working.
       await submitCode(browser, `${BASE}/recovery-codes`, codes[0]!.toUpperCase(), 302, `${BASE}/recovery-codes`);
@@ -141,7 +152,7 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
 
   it('of 16 parallel uses of one recovery code exactly one is accepted', async () => {
     const { codes } = await turnOn(browser);
-    const page = await browser.get(BASE).expect(200);
+    const page = await browser.get(`${BASE}/recovery-codes`).expect(200);
     const answers = await Promise.all(Array.from({ length: 16 }, () => browser.fill(page, `${BASE}/recovery-codes`, { 'Code from your app': codes[3]! })));
     expect(answers.filter((a) => a.status === 302)).to.have.length(1);
     // The others are wrong codes now, counted like wrong passwords: refused, or past the limit, 429.
@@ -149,6 +160,8 @@ describeEachProfile('Account settings: two-factor authentication', (profile) => 
   });
 
   it('refuses a post without the CSRF token, and sends a signed-out visitor to sign in', async () => {
+    // Without two-factor on there are no recovery codes to speak of: the status page.
+    await browser.get(`${BASE}/recovery-codes`).expect(302, BASE);
     const res = await browser.postForm(`${BASE}/setup`, {});
     expect(res.status).to.equal(403);
     expect(await idp.db('user_totp').where({ user_id: user.id }).first()).to.equal(undefined);

@@ -1,14 +1,24 @@
-// Copy buttons: <button data-copy="#element-id">Copy</button> (an element's text, or a readonly input's value)
+// Copy buttons: <button data-copy="#element-id">Copy</button> (an element's text, a readonly input's value,
+// or a list's items one a line)
 document.addEventListener('click', (event) => {
   const button = event.target.closest('[data-copy]');
   if (!button) return;
   const source = document.querySelector(button.getAttribute('data-copy'));
   if (!source) return;
-  navigator.clipboard.writeText((source instanceof HTMLInputElement ? source.value : source.textContent).trim()).then(() => {
+  navigator.clipboard.writeText(copiedText(source)).then(() => {
     const label = button.textContent;
     button.textContent = 'Copied';
     setTimeout(() => { button.textContent = label; }, 1500);
   });
+});
+function copiedText(source) {
+  if (source instanceof HTMLInputElement) return source.value.trim();
+  if (source.matches('ul, ol')) return Array.from(source.children, (item) => item.textContent.trim()).join('\n');
+  return source.textContent.trim();
+}
+// Print buttons: <button data-print>Print</button> (the print stylesheet decides what is printed)
+document.addEventListener('click', (event) => {
+  if (event.target.closest('[data-print]')) window.print();
 });
 // Confirmation for destructive buttons: <button data-confirm="Delete this?">
 document.addEventListener('submit', (event) => {
