@@ -317,7 +317,7 @@ async function answersWithin(check: Promise<unknown>): Promise<'ok' | 'unreachab
 /**
  * Runs the page router only for paths it knows, so everything else falls through to the provider;
  * so do the paths `hidden` keeps out of sight of this request (the Admin area, to non-administrators).
- * A page's address asked with another method (GET /logout) is answered 405 with `Allow`.
+ * A page's address asked with another method (GET /verify-email/resend) is answered 405 with `Allow`.
  */
 function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>, deps: WebDeps) {
   const routes = router.routes();
