@@ -93,6 +93,7 @@ const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
   '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },
   '/static/passkeys.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'passkeys.js')) },
+  '/static/favicon.svg': { type: 'image/svg+xml', body: readFileSync(join(STATIC, 'favicon.svg')) },
   // @simplewebauthn/browser's own bundle, served from here (no CDN): it defines SimpleWebAuthnBrowser.
   '/static/webauthn.js': { type: 'application/javascript', body: readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '../dist/bundle/index.umd.min.js')) },
   ...apiDocsAssets(),
@@ -207,6 +208,11 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     const ready = Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ok' : 'unavailable', checks };
+  });
+  // The pages name /static/favicon.svg; browsers, bookmarks and feed readers still ask for /favicon.ico on their own.
+  system.get('/favicon.ico', (ctx) => {
+    ctx.status = 301;
+    ctx.redirect('/static/favicon.svg');
   });
   system.get('/static/:file', (ctx) => {
     const file = STATIC_FILES[ctx.path];
