@@ -93,6 +93,7 @@ const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   '/static/site.css': { type: 'text/css', body: readFileSync(join(STATIC, 'site.css')) },
   '/static/site.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'site.js')) },
   '/static/passkeys.js': { type: 'application/javascript', body: readFileSync(join(STATIC, 'passkeys.js')) },
+  '/static/favicon.svg': { type: 'image/svg+xml', body: readFileSync(join(STATIC, 'favicon.svg')) },
   // @simplewebauthn/browser's own bundle, served from here (no CDN): it defines SimpleWebAuthnBrowser.
   '/static/webauthn.js': { type: 'application/javascript', body: readFileSync(join(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser')), '../dist/bundle/index.umd.min.js')) },
   ...apiDocsAssets(),
@@ -208,6 +209,11 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ok' : 'unavailable', checks };
   });
+  // The pages name /static/favicon.svg; browsers, bookmarks and feed readers still ask for /favicon.ico on their own.
+  system.get('/favicon.ico', (ctx) => {
+    ctx.status = 301;
+    ctx.redirect('/static/favicon.svg');
+  });
   system.get('/static/:file', (ctx) => {
     const file = STATIC_FILES[ctx.path];
     if (!file) return;
@@ -317,7 +323,7 @@ async function answersWithin(check: Promise<unknown>): Promise<'ok' | 'unreachab
 /**
  * Runs the page router only for paths it knows, so everything else falls through to the provider;
  * so do the paths `hidden` keeps out of sight of this request (the Admin area, to non-administrators).
- * A page's address asked with another method (GET /logout) is answered 405 with `Allow`.
+ * A page's address asked with another method (GET /verify-email/resend) is answered 405 with `Allow`.
  */
 function mountWhenMatched(router: Router, hidden: (ctx: Context) => Promise<boolean>, deps: WebDeps) {
   const routes = router.routes();

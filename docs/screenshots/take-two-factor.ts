@@ -19,6 +19,9 @@ const OUT = fileURLToPath(new URL('.', import.meta.url));
 const WIDTHS = { desktop: { width: 1200, height: 760 }, phone: { width: 390, height: 844 } };
 
 async function addVirtualPasskey(page: Page): Promise<void> {
+  // The virtual authenticator would answer the sign-in page's passkey autofill request at once
+  // (signing in before the password step is shown): the page runs as without passkey autofill.
+  await page.addInitScript(() => { PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false); });
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   await cdp.send('WebAuthn.addVirtualAuthenticator', {

@@ -233,9 +233,11 @@ async function appUpdate({ config, db, flags }: CommandContext): Promise<Command
   // Without the token storage (oidc-provider is heavy, and warns as it loads on an older Node.js):
   // only an edit of the callback URL, which this command does not make, ends grants.
   const app = await withRedis(config, db, () => updateApplication(db, undefined, access, changes));
+  // Switches already as asked change nothing: no write, and updatedAt stays.
+  const changed = String(app.updated_at) !== String(access.app.updated_at);
   return {
     json: presentApp(app),
-    text: [`updated application "${app.name}" (${app.client_id})`, switchesText(app)].join('\n'),
+    text: [`${changed ? 'updated' : 'nothing changed on'} application "${app.name}" (${app.client_id})`, switchesText(app)].join('\n'),
   };
 }
 

@@ -117,7 +117,13 @@ export function deleteAccessTokensOf(db: Knex, userId: number): Promise<number> 
   return db('personal_access_tokens').where({ user_id: userId }).delete();
 }
 
-/** Which of `groupIds` the user is a member of. */
+/** Those of `groupIds` that cap the lifetime of personal access tokens, with their caps in days, by name. */
+export async function lifetimeCapsOf(db: Knex, groupIds: readonly number[]): Promise<Array<{ name: string; days: number }>> {
+  const rows = (await db('groups').whereIn('id', groupIds).whereNotNull('personal_token_max_lifetime_days').orderBy('name')
+    .select('name', 'personal_token_max_lifetime_days as days')) as Array<{ name: string; days: number | string }>;
+  return rows.map((r) => ({ name: r.name, days: Number(r.days) }));
+}
+
 /**
  * Which of `groupIds` the user is a member of. Inside a transaction on PostgreSQL, the groups' rows
  * and then the membership rows stay locked until it ends (groups first, as a group's deletion

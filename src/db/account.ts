@@ -33,6 +33,11 @@ export function groupsOwnedOnlyBy(db: Knex, userId: number): Promise<OwnedGroup[
     .orderBy('g.name');
 }
 
+/** Every group the user is a member of, with their role in it. */
+export function membershipsOf(db: Knex, userId: number): Promise<Array<{ group_id: number; role: string }>> {
+  return db('memberships').where({ user_id: userId }).select('group_id', 'role').orderBy('group_id');
+}
+
 /** Locks the rows of the groups this user owns until the transaction ends (owner changes wait). */
 export async function lockOwnedGroups(trx: Knex.Transaction, userId: number): Promise<void> {
   await trx('groups').whereIn('id', trx('memberships').where({ user_id: userId, role: 'owner' }).select('group_id')).forUpdate().select('id');

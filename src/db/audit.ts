@@ -1,11 +1,28 @@
 import type { Knex } from 'knex';
 
+/**
+ * Every action an audit row can record: a row's `action` is one of these, and the audit logs
+ * show each in words (presenters/audit.ts).
+ */
+export const AUDIT_ACTIONS = [
+  'group.create', 'group.update', 'group.delete',
+  'member.add', 'member.role', 'member.remove',
+  'app.create', 'app.update', 'app.delete', 'app.secret.create', 'app.secret.revoke', 'app.tokens.revoke',
+  'app.secret.report.revoke', 'app.token.report.revoke', 'token.report.revoke',
+  'user.admin.grant', 'user.admin.revoke', 'user.disable', 'user.enable', 'user.password_reset.send',
+  'user.two_factor.enable', 'user.two_factor.disable', 'user.two_factor.recovery_codes', 'user.two_factor.reset',
+  'user.passkey.add', 'user.passkey.remove', 'user.recovery.clear', 'user.password.set',
+  'user.identity.link', 'user.identity.unlink',
+  'sign-in_provider.add', 'sign-in_provider.update', 'sign-in_provider.disable', 'sign-in_provider.enable', 'sign-in_provider.remove',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
 export interface AuditEvent {
   groupId: number | null;
   /** An event of a user's own account, shown to them (with no group). */
   userId?: number | null;
   actorId: number | null;
-  action: string;
+  action: AuditAction;
   target: string;
   details?: Record<string, unknown>;
   ip: string | null;
@@ -48,7 +65,7 @@ export function listAudit(db: Knex, groupId: number, limit = 200): Promise<Audit
 }
 
 /** The latest events of a user's own account with one of `actions`, newest first. */
-export function listUserAudit(db: Knex, userId: number, actions: readonly string[], limit = 20): Promise<AuditRow[]> {
+export function listUserAudit(db: Knex, userId: number, actions: readonly AuditAction[], limit = 20): Promise<AuditRow[]> {
   return db('audit_events as a')
     .leftJoin('users as u', 'u.id', 'a.actor_id')
     .where('a.user_id', userId)

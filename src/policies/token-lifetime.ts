@@ -46,6 +46,11 @@ export function capInWords(days: number | null): string {
   return days === null ? 'no limit' : `${days} day${days === 1 ? '' : 's'}`;
 }
 
+/** A group's cap said of the group, as the token form names the groups that refuse its expiration. */
+export function capOfGroup(name: string, days: number): string {
+  return `${name} limits tokens to ${capInWords(days)}`;
+}
+
 /** A lifetime in words, for the refusal. */
 export function lifetimeInWords(lifetime: number | null): string {
   if (lifetime === null) return 'never expires';

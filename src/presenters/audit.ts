@@ -1,4 +1,4 @@
-import type { AuditRow } from '../db/audit.js';
+import type { AuditAction, AuditRow } from '../db/audit.js';
 import { toIso } from '../time.js';
 
 /**
@@ -7,7 +7,7 @@ import { toIso } from '../time.js';
  * "field: before → after" for each changed field, a secret by its last four characters. Rows
  * written before edits recorded their changes (the fields given, a secret's id) still render.
  */
-const ACTION_NAMES: Record<string, string> = {
+const ACTION_NAMES: Record<AuditAction, string> = {
   'group.create': 'Group created',
   'group.update': 'Group settings changed',
   'group.delete': 'Group deleted',
@@ -19,6 +19,7 @@ const ACTION_NAMES: Record<string, string> = {
   'app.delete': 'Application deleted',
   'app.secret.create': 'Client secret generated',
   'app.secret.revoke': 'Client secret revoked',
+  'app.tokens.revoke': 'Every user’s tokens revoked',
   'app.secret.report.revoke': 'Client secret revoked: reported public',
   'app.token.report.revoke': 'OAuth token revoked: reported public',
   'token.report.revoke': 'Personal access token revoked: reported public',
@@ -35,11 +36,18 @@ const ACTION_NAMES: Record<string, string> = {
   'user.identity.link': 'Sign-in provider linked',
   'user.identity.unlink': 'Sign-in provider unlinked',
   'user.password.set': 'Password set',
+  'user.two_factor.enable': 'Two-factor authentication turned on',
+  'user.two_factor.disable': 'Two-factor authentication turned off',
+  'user.two_factor.recovery_codes': 'New recovery codes generated',
+  'user.two_factor.reset': 'Two-factor authentication reset by an administrator',
+  'user.passkey.add': 'Passkey added',
+  'user.passkey.remove': 'Passkey removed',
+  'user.recovery.clear': 'Passkeys, two-factor and tokens cleared by a password reset',
 };
 
-/** An action in words; an action this list does not know yet reads from its code ("app.tokens.revoke": "App tokens revoke"). */
+/** An action in words; a code no longer written (an older row's) reads from its code ("app.tokens.purge": "App tokens purge"). */
 export function actionName(code: string): string {
-  const known = ACTION_NAMES[code];
+  const known = Object.hasOwn(ACTION_NAMES, code) ? ACTION_NAMES[code as AuditAction] : undefined;
   if (known) return known;
   const words = code.replace(/[._]+/g, ' ').trim();
   return words.charAt(0).toUpperCase() + words.slice(1);

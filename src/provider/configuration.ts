@@ -300,5 +300,9 @@ async function renderError(pages: ProviderPages, ctx: KoaContextWithOIDC, out: E
     await pages.redirectMismatch(ctx, status);
     return;
   }
+  if (out.error === 'invalid_client') {
+    await pages.unknownClient(ctx, status);
+    return;
+  }
   await pages.error(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
 }

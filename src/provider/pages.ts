@@ -84,6 +84,22 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       }, status);
     },
 
+    /**
+     * A request naming a client_id no application has (never registered, or deleted since): said
+     * in words, with the client_id received, rather than the library's "invalid_client".
+     */
+    async unknownClient(ctx: KoaContextWithOIDC, status: number): Promise<void> {
+      const received = ctx.oidc?.params?.client_id;
+      render(ctx, 'error', {
+        title: 'Unknown application',
+        message: 'The application you were sent here to sign in to does not exist on this server, or it was deleted.',
+        status,
+        currentUser: await signedInUser(ctx),
+        details: [{ label: 'client_id received', value: typeof received === 'string' ? received : '(none)', code: true }],
+        hint: 'If you develop this application, check its client_id against the group → Settings → Developer.',
+      }, status);
+    },
+
     /** "Sign out of Horizon ID?" for a signed-in person: the library's form, our words and buttons. */
     async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
       render(ctx, 'logout/confirm', {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import * as tokens from '../db/access-tokens.js';
 import { now } from '../time.js';
-import { DAY_MS } from '../policies/token-lifetime.js';
+import { capOfGroup, DAY_MS, exceedsCap } from '../policies/token-lifetime.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { listUserAudit } from '../db/audit.js';
 import { MAX_ID } from '../ids.js';
@@ -63,6 +63,12 @@ export async function createAccessToken(
       const mine = new Set(await tokens.groupIdsOfMember(trx, userId, groupIds));
       const others = groupIds.filter((id) => !mine.has(id));
       if (others.length) throw new ValidationError('groups', `groups must be groups you are a member of; you are not in ${others.join(', ')}`);
+      // A group chosen by name that would refuse the token at once (its cap is shorter) is said now, not at its first use.
+      const lifetime = data.expiresInDays ? data.expiresInDays * DAY_MS : null;
+      const capping = (await tokens.lifetimeCapsOf(trx, groupIds)).filter((group) => exceedsCap(lifetime, group.days));
+      if (capping.length) {
+        throw new ValidationError('expiresInDays', `expiresInDays must be within the chosen groups' limits: ${capping.map((g) => capOfGroup(g.name, g.days)).join(', ')}`);
+      }
     }
     await claimSubmission(trx, submission);
     const inserted = await tokens.insertAccessToken(trx, {

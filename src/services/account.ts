@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { z } from 'zod';
-import { deleteUserKeepingAudit, groupsOwnedOnlyBy, lockOwnedGroups, updateUserProfile, type OwnedGroup } from '../db/account.js';
+import { deleteUserKeepingAudit, groupsOwnedOnlyBy, lockOwnedGroups, membershipsOf, updateUserProfile, type OwnedGroup } from '../db/account.js';
+import { recordAudit } from '../db/audit.js';
 import { listUserGrants } from '../db/grants.js';
 import { replacePasswordHash, type UserRow } from '../db/users.js';
 import { AppError, ValidationError } from '../errors.js';
@@ -127,21 +128,22 @@ export function groupsOnlyOwnedBy(db: Knex, userId: number): Promise<OwnedGroup[
 /**
  * Deletes the account, after its password: every session (signed out on every instance), every
  * grant with its codes and OAuth tokens, every personal access token, then the user. The audit
- * trails keep the account's events, their actor shown as a deleted user. Refused (LastOwnerError)
+ * trails keep the account's events, their actor shown as a deleted user, and each group the
+ * account was a member of records its leaving (in the deletion's transaction). Refused (LastOwnerError)
  * while the account is the one owner of a group; the check is made again, with the groups'
  * rows locked, in the transaction that deletes, so a concurrent demotion cannot leave a group
  * without an owner.
  */
 export async function deleteAccount(deps: SignInDeps & { provider: Provider }, user: UserRow, password: string, ip: string): Promise<void> {
   await confirmPassword(deps, user, password, ip, 'password');
-  await deleteConfirmedAccount(deps, user);
+  await deleteConfirmedAccount(deps, user, ip);
 }
 
 /**
  * The same, for an account whose owner the caller has just confirmed another way (an account
  * without a password, made by an upstream sign-in, confirms through Confirm access).
  */
-export async function deleteConfirmedAccount(deps: SignInDeps & { provider: Provider }, user: UserRow): Promise<void> {
+export async function deleteConfirmedAccount(deps: SignInDeps & { provider: Provider }, user: UserRow, ip: string | null): Promise<void> {
   const owned = await groupsOwnedOnlyBy(deps.db, user.id);
   if (owned.length) throw new LastOwnerError(owned);
   await signOutEverywhere(deps, user.id);
@@ -151,6 +153,11 @@ export async function deleteConfirmedAccount(deps: SignInDeps & { provider: Prov
       await lockOwnedGroups(trx, user.id);
       const stillOwned = await groupsOwnedOnlyBy(trx, user.id);
       if (stillOwned.length) throw new LastOwnerError(stillOwned);
+      const at = now();
+      for (const { group_id: groupId, role } of await membershipsOf(trx, user.id)) {
+        const details = { from: role, reason: 'account deleted' };
+        await recordAudit(trx, { groupId: Number(groupId), actorId: user.id, action: 'member.remove', target: user.username, details, ip }, at);
+      }
       await deleteUserKeepingAudit(trx, user.id);
     }),
   );

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteAccessTokensOf } from '../db/access-tokens.js';
 import { listSiteAudit, markUserDisabled, markUserEnabled, searchUsers, setUserAdmin, type AdminUserRow } from '../db/admin.js';
-import { recordAudit, type AuditRow } from '../db/audit.js';
+import { recordAudit, type AuditAction, type AuditRow } from '../db/audit.js';
 import { findUserById, type UserRow } from '../db/users.js';
 import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
@@ -34,7 +34,7 @@ export interface Listing<T> {
 
 type Account = Pick<UserRow, 'id' | 'username'>;
 
-function recordSiteAudit(db: Knex, actor: Actor, action: string, user: Account, at: string): Promise<void> {
+function recordSiteAudit(db: Knex, actor: Actor, action: AuditAction, user: Account, at: string): Promise<void> {
   return recordAudit(db, {
     groupId: null,
     actorId: auditActorId(actor),

@@ -151,6 +151,8 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
     },
   );
+  // A save that changes nothing writes nothing: no audit row, and updatedAt stays.
+  if (!Object.keys(changes).length) return app;
   const callbackChanged = fields.callback_url !== app.callback_url;
   const endGrants = async () => {
     // A caller without the token storage (the CLI's switches) never changes the callback.

@@ -200,6 +200,8 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
     },
     { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor, personalTokenMaxLifetimeDays: capInWords(cap) },
   );
+  // A save that changes nothing writes nothing: no audit row, and updatedAt stays.
+  if (!Object.keys(changes).length) return;
   const update = () =>
     db.transaction(async (trx) => {
       const at = now();
@@ -262,6 +264,8 @@ async function changeMembership(
   await db.transaction(async (trx) => {
     const currentRole = await groups.lockMembership(trx, groupId, userId);
     if (!currentRole) throw new NotFoundError('that user is not a member of this group');
+    // The role they already have: nothing changes, so nothing is recorded.
+    if ('role' in change && change.role === currentRole) return;
     await groups.lockGroup(trx, groupId);
     if ('remove' in change) await groups.deleteMembership(trx, groupId, userId);
     else await groups.setRole(trx, groupId, userId, change.role);

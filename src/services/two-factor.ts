@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { generateSecret, generateURI, verify } from 'otplib';
 import QRCode from 'qrcode';
-import { recordAudit } from '../db/audit.js';
+import { recordAudit, type AuditAction } from '../db/audit.js';
 import {
   acceptTotpStep,
   deleteRecoveryCodes,
@@ -211,7 +211,7 @@ export async function disableTwoFactor(deps: TwoFactorDeps, user: Person, code: 
 }
 
 /** Removes the app and the recovery codes (and with `passkeys`, every passkey), with its audit record, in one transaction. */
-export async function removeTwoFactor(db: Knex, user: Person, audit: { actorId: number | null; ip: string | null; action: string }, options: { passkeys?: boolean } = {}): Promise<void> {
+export async function removeTwoFactor(db: Knex, user: Person, audit: { actorId: number | null; ip: string | null; action: AuditAction }, options: { passkeys?: boolean } = {}): Promise<void> {
   await db.transaction(async (trx) => {
     await deleteTotp(trx, user.id);
     await deleteRecoveryCodes(trx, user.id);

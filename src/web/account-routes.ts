@@ -27,9 +27,11 @@ export function accountRoutes(deps: WebDeps): Router {
   const router = new Router();
   const secondFactor = new SecondFactorStep(deps);
 
+  // Someone signed out who opens the site has most likely come to sign in (Sign up is one link away there).
   router.get('/', (ctx) => {
     if (ctx.state.user) return ctx.redirect('/groups');
-    return ctx.redirect(deps.config.signup === 'open' ? '/signup' : '/login');
+    ctx.status = 303;
+    return ctx.redirect('/login');
   });
 
   router.get('/login', (ctx) => {
@@ -132,6 +134,13 @@ export function accountRoutes(deps: WebDeps): Router {
   function renderConfirm(ctx: Context, page: { token: string; email: string; returnTo: string; values: Record<string, string>; errors?: Record<string, string> }, status = 200) {
     render(ctx, 'signup/confirm', { title: 'Finish creating your account', labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
   }
+
+  // A typed or bookmarked /logout gets the same "Sign out of Horizon ID?" page as the OAuth
+  // sign-out (its buttons post); a GET itself signs nobody out.
+  router.get('/logout', (ctx) => {
+    ctx.status = 303;
+    ctx.redirect('/login/oauth/logout');
+  });
 
   router.post('/logout', async (ctx) => {
     await deps.sessions.signOut(ctx);

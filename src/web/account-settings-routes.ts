@@ -184,7 +184,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   }, async (ctx) => {
     const user = requireUser(ctx);
     try {
-      if (ctx.state.ownerConfirmed === true) await deleteConfirmedAccount(deps, user);
+      if (ctx.state.ownerConfirmed === true) await deleteConfirmedAccount(deps, user, ctx.ip);
       else await deleteAccount(deps, user, formFields(ctx).password ?? '', ctx.ip);
     } catch (err) {
       // The page itself names the groups a last owner must hand over first.

@@ -127,7 +127,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       scopeChoices: TOKEN_SCOPES,
       expirations: EXPIRATIONS,
       form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION, groupAccess: 'all', groups: [] },
-      groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path })),
+      groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path, maxLifetimeDays: g.personal_token_max_lifetime_days })),
       reported: await reportedTokensOf(db, userId),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       values: { name: extra.form?.name ?? '' },

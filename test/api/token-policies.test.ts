@@ -200,6 +200,19 @@ describeEachProfile('fine-grained personal access tokens and groups’ lifetime 
       expect(res.text).to.match(/id="groupAccess-selected" name="groupAccess" value="selected" checked/);
     });
 
+    it('refuses a token for Only these groups that a checked group’s cap is shorter than, naming the group under Expiration', async () => {
+      const weekly = await makeGroup(idp.db, user.id, { name: 'Weekly' });
+      await updateGroupSettings(idp.db, await groupAccess(idp.db, user.id, weekly.id), { name: 'Weekly', description: '', visibilityLevel: 'private', personalTokenMaxLifetimeDays: 7 });
+      // The page gives each capped group's checkbox its cap, for the note under Expiration.
+      expect(await tokensPage()).to.include(`id="group-${weekly.id}" name="groups" value="${weekly.id}" data-group-name="Weekly" data-max-lifetime-days="7"`);
+      const res = await generate({ name: 'too-long', groupAccess: 'selected', groups: [a.id, weekly.id] });
+      expect(res.status).to.equal(400);
+      expect(unescapeHtml(fieldError(res.text, 'expiration')!)).to.equal('Expiration must be within the chosen groups\' limits: Weekly limits tokens to 7 days');
+      expect(await idp.db('personal_access_tokens').where({ user_id: user.id, name: 'too-long' }).first()).to.equal(undefined);
+      // All my groups stays allowed: the token works everywhere but there.
+      expect((await generate({ name: 'everywhere-but-weekly' })).status).to.equal(200);
+    });
+
     it('lets an owner set and clear the cap in the group’s General settings, in words in its audit log', async () => {
       const owned = await makeGroup(idp.db, user.id, { name: 'Policy page' });
       const settings = `/groups/${owned.path}/settings`;

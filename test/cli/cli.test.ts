@@ -177,7 +177,9 @@ describeEachProfile('idp CLI', (profile) => {
     expect(text.stdout).to.match(/device flow:\s+enabled/).and.to.match(/pushed authorization requests:\s+not required/);
   });
 
-  it('app update <client-id> turns each switch on or off, leaving the other as it is, and records the change', async () => {
+  it('app update <client-id> turns each switch on or off, leaving the other as it is, and records the change', async function () {
+    // Five runs of the CLI, each a process of its own.
+    this.timeout(60_000);
     const owner = await makeUser(t.db);
     const group = await makeGroup(t.db, owner.id);
     const created = json(await idp(t.url, [
@@ -195,6 +197,9 @@ describeEachProfile('idp CLI', (profile) => {
     const row = await t.db('oauth_apps').where({ client_id: clientId }).first();
     expect(Boolean(row.device_flow)).to.equal(false);
     expect(Boolean(row.require_pushed_authorization_requests)).to.equal(true);
+    const same = await idp(t.url, ['app', 'update', clientId, '--no-device-flow']);
+    expect(same.code, same.stderr).to.equal(0);
+    expect(same.stdout).to.include(`nothing changed on application "Switches" (${clientId})`);
     const audit = await t.db('audit_events').where({ action: 'app.update', target: clientId }).select('details');
     expect(audit).to.have.length(3);
   });

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
+import { deleteApplication } from '../../src/services/apps.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
-import { makeClient, type Client } from '../helpers/factories.js';
+import { appAccess, makeClient, type Client } from '../helpers/factories.js';
 
 /** The RFC 6749 §4.1.2.1 error codes an authorization endpoint may redirect with. */
 const RFC6749_AUTHORIZE_ERRORS = ['invalid_request', 'unauthorized_client', 'access_denied', 'unsupported_response_type', 'invalid_scope', 'server_error', 'temporarily_unavailable'];
@@ -50,7 +51,16 @@ describeEachProfile('GET /login/oauth/authorize errors', (profile) => {
   describe('requests answered with a 400 page, never a redirect', () => {
     it('shows a 400 page for an unknown client_id', async () => {
       const html = expectErrorPage(await getManual(valid({ client_id: 'no-such-client' })));
-      expect(html).to.match(/client/i);
+      // In words, with what was received; not the library's code.
+      expect(html).to.include('does not exist on this server, or it was deleted').and.include('no-such-client');
+      expect(html).not.to.include('invalid_client').and.not.to.include('client is invalid');
+    });
+
+    it('says the same of an application deleted since', async () => {
+      const doomed = await makeClient(server.db);
+      await deleteApplication(server.db, server.idp.provider, await appAccess(server.db, doomed.user.id, doomed.clientId));
+      const html = expectErrorPage(await getManual(valid({ client_id: doomed.clientId, redirect_uri: doomed.redirectUri })));
+      expect(html).to.include('does not exist on this server, or it was deleted').and.include(doomed.clientId);
     });
 
     it('shows a signed-in person their name in the header of the 400 page, not "Sign in"', async () => {

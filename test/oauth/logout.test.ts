@@ -156,6 +156,18 @@ describeEachProfile(`RP-initiated logout at ${LOGOUT}`, (profile) => {
     expect(inlineScripts(html)).to.deep.equal([]);
   });
 
+  it('shows the same confirmation at GET /logout (a typed or bookmarked address), signing out only on "Yes"', async () => {
+    const browser = await signedIn();
+    const page = await browser.follow('/logout');
+    expect(page.status).to.equal(200);
+    expect(page.url.pathname).to.equal(LOGOUT);
+    expect(page.text).to.include('<h1>Sign out of Horizon ID?</h1>');
+    expect(await isSignedIn(browser)).to.equal(true);
+    const { action, xsrf } = logoutForm(page.text);
+    await browser.postForm(action, { xsrf, logout: 'yes' }).expect(303);
+    expect(await isSignedIn(browser)).to.equal(false);
+  });
+
   it('leaves the application\'s tokens working after the person signs out', async () => {
     const browser = await signedIn();
     const params = (await authorize(browser, client, user)).searchParams;

@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
+import { AUDIT_ACTIONS } from '../../src/db/audit.js';
 import { ConflictError, RetryLaterError, ValidationError } from '../../src/errors.js';
 import { actionName, auditDetails } from '../../src/presenters/audit.js';
 import { newApplication, parse } from '../../src/services/rules.js';
@@ -67,5 +70,31 @@ describe('the audit log in words', () => {
     expect(auditDetails({ secretId: 4 })).to.deep.equal(['secret #4']);
     expect(auditDetails({ from: 'member', to: 'owner' })).to.deep.equal(['role: member → owner']);
     expect(auditDetails({ name: 'Old', description: '' })).to.deep.equal(['name: Old', 'description: (empty)']);
+  });
+});
+
+describe('audit actions in words', () => {
+  /** Every audit action code written anywhere in the source: a quoted "subject.verb" string. */
+  function actionCodesInSource(): Set<string> {
+    const codes = new Set<string>();
+    const src = join(import.meta.dirname, '../../src');
+    for (const file of readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))) {
+      for (const m of readFileSync(join(src, file), 'utf8').matchAll(/'((?:group|member|app|token|user|sign-in_provider)\.[a-z_.-]+)'/g)) codes.add(m[1]!);
+    }
+    return codes;
+  }
+
+  it('lists every action the code can write', () => {
+    const found = [...actionCodesInSource()];
+    expect(found.length).to.be.greaterThan(20);
+    expect(found.filter((code) => !(AUDIT_ACTIONS as readonly string[]).includes(code))).to.deep.equal([]);
+  });
+
+  it('gives every listed action a phrase, not its code reworded', () => {
+    for (const code of AUDIT_ACTIONS) {
+      const mechanical = code.replace(/[._]+/g, ' ').replace(/^./, (c) => c.toUpperCase());
+      expect(actionName(code), code).not.to.equal(mechanical);
+      expect(actionName(code), code).to.match(/^[A-Z][^._]*$/);
+    }
   });
 });

@@ -205,6 +205,10 @@ describeEachProfile('account settings: profile, password, sessions, delete accou
       const page = await open(agent, '/account/settings/delete');
       expect(page).to.include('is permanent').and.include('personal access tokens stop working');
       expect(page).to.include(`href="/groups/${group.path}/settings/members" data-testid="owned-group">Lonely Group</a>`);
+      const reason = /<div[^>]*data-testid="last-owner"[^>]*>([\s\S]*?)<\/div>/.exec(page)![1]!.replace(/<[^>]+>/g, '').replace(/\s+/g, ' ').trim();
+      expect(reason).to.equal('You are the last owner of Lonely Group: add another owner or delete the group first.');
+      // The button is disabled, pointing at the reason; the server still refuses a form sent anyway.
+      expect(page).to.match(/<button type="submit" class="danger" disabled aria-describedby="last-owner">Delete my account<\/button>/);
       const res = await submit(agent, '/account/settings/delete', '/account/settings/delete', { password: user.password });
       expect(res.status).to.equal(409);
       expect(res.text).to.include('data-testid="last-owner"').and.include('Lonely Group');

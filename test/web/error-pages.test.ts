@@ -63,7 +63,7 @@ describeEachProfile('Pages: error pages', function (profile) {
   });
 
   it('answers a page asked with a method it does not take with 405 and Allow', async () => {
-    const page = await browser.get('/logout');
+    const page = await browser.get('/verify-email/resend');
     expectErrorPage(page, 405);
     expect(page.headers.get('allow')).to.equal('POST');
     expectSignedInHeader(page, user);

@@ -64,3 +64,29 @@ document.addEventListener('submit', (event) => {
 window.addEventListener('pageshow', () => {
   for (const form of document.querySelectorAll('form[data-sent]')) delete form.dataset.sent;
 });
+// The personal access token form (<form data-lifetime-caps>): under Expiration, the groups whose
+// cap on a token's lifetime is shorter than the expiration chosen (each group checkbox carries its
+// cap in data-max-lifetime-days). With Only these groups, the checked ones (the server refuses the
+// token); with All my groups, every such group (the token will not work there).
+document.addEventListener('DOMContentLoaded', () => {
+  for (const form of document.querySelectorAll('form[data-lifetime-caps]')) {
+    const note = form.querySelector('[data-lifetime-note]');
+    const expiration = form.querySelector('select[name="expiration"]');
+    if (!note || !expiration) continue;
+    const update = () => {
+      const chosen = expiration.value === 'never' ? Infinity : Number(expiration.value);
+      const onlyChecked = Boolean(form.querySelector('input[name="groupAccess"][value="selected"]:checked'));
+      const limiting = [...form.querySelectorAll('input[name="groups"][data-max-lifetime-days]')]
+        .filter((box) => (!onlyChecked || box.checked) && Number(box.dataset.maxLifetimeDays) < chosen)
+        .map((box) => {
+          const days = Number(box.dataset.maxLifetimeDays);
+          return `${box.dataset.groupName} limits tokens to ${days} day${days === 1 ? '' : 's'}`;
+        });
+      note.textContent = !limiting.length ? ''
+        : `${limiting.join(', ')}. ${onlyChecked ? 'Choose a shorter expiration, or leave those groups out.' : 'The token will not work in those groups.'}`;
+      note.hidden = !limiting.length;
+    };
+    form.addEventListener('change', update);
+    update();
+  }
+});

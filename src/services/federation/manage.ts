@@ -1,6 +1,6 @@
 import { domainToASCII } from 'node:url';
 import type { Knex } from 'knex';
-import { recordAudit } from '../../db/audit.js';
+import { recordAudit, type AuditAction } from '../../db/audit.js';
 import {
   countAccountsOnlyThrough,
   countProviderIdentities,
@@ -226,7 +226,7 @@ function audited(fields: Omit<SignInProviderFields, 'client_secret'>): Record<st
   };
 }
 
-function recordProviderAudit(db: Knex, actor: Actor, action: string, slug: string, details: Record<string, unknown>, at: string): Promise<void> {
+function recordProviderAudit(db: Knex, actor: Actor, action: AuditAction, slug: string, details: Record<string, unknown>, at: string): Promise<void> {
   return recordAudit(db, {
     groupId: null,
     actorId: auditActorId(actor),
