@@ -72,7 +72,7 @@ const authErrors = {
 const ownerAuthErrors = {
   401: authErrors[401],
   403: errorResponse(
-    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`: maintainers and members are refused), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
@@ -83,7 +83,7 @@ const ownerAuthErrors = {
 const personalOwnerAuthErrors = {
   401: authErrors[401],
   403: errorResponse(
-    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`: maintainers and members are refused), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
@@ -167,7 +167,7 @@ export function openApiDocument(issuer: string) {
           operationId: 'updateGroup',
           summary: 'Edit a group\'s settings (owners only)',
           description:
-            'Scope `groups:read-write`; the caller must be an owner. Fields left out keep their value. Each change is recorded in the group\'s audit log. `requireTwoFactor: true` needs two-factor authentication on the caller\'s own account first.',
+            'Scope `groups:read-write`; the caller must be an owner (a maintainer or a member is refused). Fields left out keep their value. Each change is recorded in the group\'s audit log. `requireTwoFactor: true` needs two-factor authentication on the caller\'s own account first.',
           parameters: [groupIdParam],
           requestBody: jsonBody(GroupChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
@@ -182,13 +182,33 @@ export function openApiDocument(issuer: string) {
           operationId: 'deleteGroup',
           summary: 'Delete a group (owners only)',
           description:
-            'Scope `groups:read-write`; the caller must be an owner. The group goes with its members, its audit log and its OAuth applications; every grant of those applications ends, with each code, access token and refresh token, at once. Recorded in the site\'s audit log. It cannot be undone.',
+            'Scope `groups:read-write`; the caller must be an owner (a maintainer or a member is refused). The group goes with its members, its audit log and its OAuth applications; every grant of those applications ends, with each code, access token and refresh token, at once. Recorded in the site\'s audit log. It cannot be undone.',
           parameters: [groupIdParam],
           responses: {
             204: noContent('Deleted'),
             400: errorResponse('The id is not a positive integer'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+      },
+      '/groups/{id}/members/{userId}': {
+        delete: {
+          operationId: 'removeGroupMember',
+          summary: 'Leave a group, or remove a member from it',
+          description:
+            'Scope `groups:read-write`. With the caller\'s own user id (`GET /user`), the caller leaves the group, whatever their role; the last owner cannot (409: another member must be made an owner first, or the group deleted). With another member\'s id, the caller removes them: an owner removes anyone, a maintainer removes members and maintainers but not owners, a member no one. Recorded in the group\'s audit log (`member.leave` or `member.remove`).',
+          parameters: [groupIdParam, parameter('userId', 'path', recordIdText, 'The member\'s user id: the caller\'s own to leave')],
+          responses: {
+            204: noContent('Left, or removed'),
+            400: errorResponse('The id or the user id is not a positive integer'),
+            401: authErrors[401],
+            403: errorResponse(
+              'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the caller may not remove this member (`forbidden`: a member removing anyone else, or a maintainer removing an owner), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+              { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+            ),
+            404: errorResponse('No such group, the caller is not a member, or the user is not a member of it'),
+            409: errorResponse('The caller is the group\'s last owner, who cannot leave it (`conflict`)'),
           },
         },
       },
