@@ -100,8 +100,29 @@ export async function accessGroup(
   if (access.role && actor.token && exceedsCap(actor.token.lifetimeMs, group.personal_token_max_lifetime_days)) {
     throw new TokenLifetimeError(group, actor.token.lifetimeMs);
   }
-  if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.upstreamSecondFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
+  if (access.role && closedForTwoFactor(group, actor, Boolean(actorHasTwoFactor))) throw new TwoFactorRequiredError(group.name);
   return access;
+}
+
+/**
+ * Whether a group stays closed to one of its members until they turn two-factor authentication
+ * on: it requires it, they have none, and they did not sign in with a second factor upstream.
+ */
+export function closedForTwoFactor(group: Pick<groups.GroupRow, 'require_two_factor'>, actor: Actor, actorHasTwoFactor: boolean): boolean {
+  return Boolean(group.require_two_factor) && !actorHasTwoFactor && !actor.upstreamSecondFactor && !actor.admin;
+}
+
+/**
+ * The name of the group at a page's address (`/groups/<path>…`) when it is closed to this member
+ * for want of two-factor authentication: the reason the two-factor page gives. Undefined for any
+ * other address, a group they are not in, or one open to them.
+ */
+export async function groupClosedForTwoFactorAt(db: Knex, actor: Actor, address: string): Promise<string | undefined> {
+  const path = rules.groupPath.safeParse(/^\/groups\/([^/?#]+)/.exec(address)?.[1]?.toLowerCase());
+  if (!path.success) return undefined;
+  const found = await groups.findGroupAndRole(db, { path: path.data }, actor.userId);
+  if (!found?.role || !closedForTwoFactor(found, actor, Boolean(found.actor_two_factor))) return undefined;
+  return found.name;
 }
 
 /**

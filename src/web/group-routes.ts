@@ -1,5 +1,5 @@
 import Router, { type RouterContext } from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
@@ -13,6 +13,7 @@ import {
   addMember,
   auditLogOf,
   changeRole,
+  closedForTwoFactor,
   createGroup,
   currentRole,
   groupPathById,
@@ -22,16 +23,19 @@ import {
   leaveGroup,
   membersOf,
   removeMember,
+  TwoFactorRequiredError,
   updateGroupSettings,
   type GroupAccess,
 } from '../services/groups.js';
 import { deleteGroup, groupDeletionSummary, requireDeletionConfirmed } from '../services/group-deletion.js';
 import * as rules from '../services/rules.js';
+import { hasTwoFactor } from '../services/two-factor.js';
 import { MAX_POLICY_DAYS } from '../policies/token-lifetime.js';
-import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
+import { actorOf, formFields, requireUser, returnToQuery, type WebDeps } from './context.js';
 import { formErrors, LABELS, sentence } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { TWO_FACTOR_SETTINGS } from './two-factor-routes.js';
 
 /** The levels as GitLab names them, each with who it is meant for, shown next to the choice. */
 export const VISIBILITY_LEVELS = [
@@ -83,8 +87,11 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/groups', async (ctx) => {
     const user = requireUser(ctx);
-    const { items } = await groupsOfUser(db, user.id, { limit: 200, offset: 0 });
-    render(ctx, 'groups/index', { title: 'Groups', groups: items, flash: notice(ctx) });
+    const actor = actorOf(ctx);
+    const [{ items }, viewerHasTwoFactor] = await Promise.all([groupsOfUser(db, user.id, { limit: 200, offset: 0 }), hasTwoFactor(db, user.id)]);
+    // Marked: the groups that require two-factor authentication, and those closed to this viewer until they turn it on.
+    const groups = items.map((g) => ({ ...g, closedForTwoFactor: closedForTwoFactor(g, actor, viewerHasTwoFactor) }));
+    render(ctx, 'groups/index', { title: 'Groups', groups, twoFactorSettings: TWO_FACTOR_SETTINGS, flash: notice(ctx) });
   });
 
   function renderNewGroup(ctx: Ctx, extra: { values: Record<string, string>; errors?: Record<string, string>; onceKey: string }, status = 200) {
@@ -336,10 +343,12 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 /**
  * `loadGroup(action)` for the pages under `/groups/:path`. Sign-in comes first (a signed-out
  * visitor learns nothing about which paths exist); an unknown path and a group one cannot see
- * read the same; a settings page answers 403 to anyone who is not an owner, member or not.
+ * read the same; a settings page answers 403 to anyone whose role does not open it, member or
+ * not. A member the group refuses for want of two-factor authentication is sent (303) to turn it
+ * on, with the page they asked for (a GET's; else the group's) to come back to.
  */
-export function pageGroupLoader(deps: WebDeps) {
-  return groupLoader({
+export function pageGroupLoader(deps: WebDeps): (action: GroupAction) => Middleware {
+  const load = groupLoader({
     db: deps.db,
     actorOf,
     refOf: (ctx) => {
@@ -349,6 +358,20 @@ export function pageGroupLoader(deps: WebDeps) {
     outsiders: 'forbidden',
     notFound: 'There is no group at this address, or you are not a member of it.',
   });
+  return (action) => {
+    const loadGroup = load(action);
+    return async function loadGroupOrTurnOnTwoFactor(ctx, next) {
+      try {
+        await loadGroup(ctx, next);
+      } catch (err) {
+        // Only the loading step's refusal: the route itself ran for a member the group let in.
+        if (!(err instanceof TwoFactorRequiredError) || ctx.state.access) throw err;
+        const back = ctx.method === 'GET' ? ctx.path : `/groups/${encodeURIComponent(String(ctx.params.path ?? '').toLowerCase())}`;
+        ctx.redirect(`${TWO_FACTOR_SETTINGS}${returnToQuery(back)}`);
+        ctx.status = 303;
+      }
+    };
+  };
 }
 
 /** The settings tabs' test of what the viewer may open (views/groups/_settings_header.ejs). */
