@@ -39,11 +39,6 @@ export function canChangeMember(role: Role | undefined, change: { from?: Role; t
   return role === 'owner' || (change.from !== 'owner' && change.to !== 'owner');
 }
 
-/** The roles the actor may give (or take away) on the Members page. */
-export function rolesGrantableBy(role: Role | undefined, roles: readonly Role[]): Role[] {
-  return roles.filter((to) => canChangeMember(role, { to }));
-}
-
 /** What each role may do, in one line each, as the Members page explains them. */
 export const ROLE_EXPLANATIONS: Record<Role, string> = {
   owner: 'Everything: settings, applications and their secrets, members of every role, the audit log, deleting the group.',
