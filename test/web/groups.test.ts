@@ -208,6 +208,8 @@ describeEachProfile('groups pages', (profile) => {
         expect(list.text).to.include('You left the group.');
         expect(list.text).not.to.include(`href="/groups/${group.path}"`);
         await client.get(`/groups/${group.path}`).expect(404);
+        const log = await (await signIn(idp.url, owner)).get(`/groups/${group.path}/settings/audit`).expect(200);
+        expect(log.text).to.match(new RegExp(`Left the group[\\s\\S]*?${leaver.username}`));
       });
     }
 
