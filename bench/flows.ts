@@ -47,7 +47,7 @@ export async function authorizeToCode(browser: Browser, start: string, redirectU
 // ---- the service -------------------------------------------------------------------------
 
 export function ourAuthorizePath(client: OAuthClient): string {
-  // The README's curl request: no scope, no response_type.
+  // A bare request, as a hand-written client sends it: no scope, no response_type.
   return `/login/oauth/authorize?${new URLSearchParams({ client_id: client.clientId, redirect_uri: client.redirectUri, state: 'bench-state' })}`;
 }
 

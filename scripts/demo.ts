@@ -113,7 +113,7 @@ gets a fresh client secret each run), and prints the URL to open and the credent
 Ctrl-C stops both.
 
 Environment:
-  PORT, HOST, ISSUER, DATABASE_URL, REDIS_URL, …   as for npm start (see the README)
+  PORT, HOST, ISSUER, DATABASE_URL, REDIS_URL, …   as for npm start (see docs/configuration.md)
   EXAMPLE_PORT   the example third-party server's port (default 4000)
   LOG_LEVEL      the identity provider's log level (default warn here)
 `;

@@ -263,13 +263,16 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** Every environment variable the service reads (docs/configuration.md describes each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 /** Never echoed, not even in the error about their own value. */
 const SECRET_VARIABLES = new Set(['KEYS_SECRET', 'REDIS_PASSWORD']);
 
 /** Parses the environment; throws a ConfigError whose message is one line naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const input: Record<string, string | undefined> = {};
-  for (const key of Object.keys(schema.shape)) {
+  for (const key of CONFIG_VARIABLES) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }

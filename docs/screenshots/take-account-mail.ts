@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of the mail-backed account pages (Forgot password, the reset
+ * Takes the docs' screenshots of the mail-backed account pages (Forgot password, the reset
  * page a mailed link opens, the banner asking to verify the e-mail address, the page after a
  * reset that lists what else reaches the account, and Profile with a new address waiting for its
  * link), each at 1200 px and as a 390 px phone, from a real server on a throwaway SQLite

@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of Account settings → Sessions and Delete account, at a desktop
+ * Takes the docs' screenshots of Account settings → Sessions and Delete account, at a desktop
  * width (1200 px) and a phone's (390 px), from a real server on a throwaway SQLite database, in
  * the system's Chromium. Run from the repository root:
  *

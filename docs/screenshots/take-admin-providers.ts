@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of Admin → Sign-in providers (the list, and a provider's page
+ * Takes the docs' screenshots of Admin → Sign-in providers (the list, and a provider's page
  * with its callback URL), at 1200 px and as a 390 px phone, from a real server on a throwaway
  * SQLite database, in the system's Chromium. Run from the repository root:
  *

@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of the Admin area's users list, at 1200 px and as a 390 px
+ * Takes the docs' screenshots of the Admin area's users list, at 1200 px and as a 390 px
  * phone, from a real server on a throwaway SQLite database, in the system's Chromium. Run from
  * the repository root:
  *

@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of re-authentication: the Confirm access prompt a form leads to
+ * Takes the docs' screenshots of re-authentication: the Confirm access prompt a form leads to
  * when the session's sign-in is older than ten minutes (with a code and a passkey offered),
  * Passkeys asking for the password before Add, and what an account whose address is not verified
  * sees on Access tokens and gets from the app's set-up, at a desktop width (1200 px) and a

@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of the device flow's pages as the person sees them: entering the
+ * Takes the docs' screenshots of the device flow's pages as the person sees them: entering the
  * code (with a wrong one, said beside the field, on a phone), checking it on the confirmation page,
  * and the success page, at desktop width and on a phone (390 px), from a real server on a
  * throwaway SQLite database, in the system's Chromium. Run from the repository root:

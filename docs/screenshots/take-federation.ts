@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of signing in with a sign-in provider, at 1200 px and as a
+ * Takes the docs' screenshots of signing in with a sign-in provider, at 1200 px and as a
  * 390 px phone: the sign-in page with Continue with <name>, the sign-up page prefilled from the
  * provider, and the page that links the provider to the account with the same address. The
  * provider is a second Horizon ID, started here too, with the first registered there as an

@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of the authorization flow's sign-in and consent pages (an
+ * Takes the docs' screenshots of the authorization flow's sign-in and consent pages (an
  * application asking with a scope it does not know, so consent names it as ignored), a group's
  * Members at desktop width, and sign-up on a phone (390 px), from a real server on a throwaway
  * SQLite database, in the system's Chromium. Run from the repository root:

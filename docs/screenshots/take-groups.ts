@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of group and application management and of the layout on a
+ * Takes the docs' screenshots of group and application management and of the layout on a
  * phone: a group's members as labelled rows at 390 px, a long unbroken name that wraps, the
  * application page in dark mode, the group deletion page, a public application, and the API
  * reference, from a real server on a throwaway SQLite database, in the system's Chromium. Run

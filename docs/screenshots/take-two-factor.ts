@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of two-factor authentication: the set-up page (QR code and key),
+ * Takes the docs' screenshots of two-factor authentication: the set-up page (QR code and key),
  * the recovery codes, the second step of a sign-in (with a passkey offered), and a group's
  * Members with the "No 2FA" mark, at a desktop width (1200 px) and a phone's (390 px), from a real
  * server on a throwaway SQLite database, in the system's Chromium. Run from the repository root:

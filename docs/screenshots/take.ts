@@ -1,5 +1,5 @@
 /**
- * Takes the README's screenshots of the OAuth application pages (Developer list, new application
+ * Takes the docs' screenshots of the OAuth application pages (Developer list, new application
  * form, edit view with the secret shown once) from a real server on a throwaway SQLite database,
  * in the system's Chromium. Run from the repository root:
  *

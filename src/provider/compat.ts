@@ -13,7 +13,7 @@ type Query = Record<string, string | string[] | undefined>;
 
 /**
  * Authorize without `scope` or `response_type`, with scopes separated by commas, or with only
- * scopes this service does not know. The README's first request carries neither parameter,
+ * scopes this service does not know. The curl flow in docs/oauth.md sends no response_type,
  * clients written for GitHub send `scope=groups:read-only,openid`, and some send GitHub's own
  * scopes (`scope=user`). No scope means groups:read-only, and so does a list of unknown scopes
  * only: the default is added beside them, the library drops the unknown ones, and the consent page
@@ -104,7 +104,7 @@ export async function authorizeRedirectsAs302(ctx: Context, next: Next): Promise
 
 /**
  * The token request with its parameters in the query string, as GitHub's OAuth documentation
- * shows it and as the README's `curl -X POST "…/access_token?client_id=…&code=…"` sends it: often
+ * shows it and as docs/oauth.md's `curl -X POST "…/access_token?client_id=…&code=…"` sends it: often
  * with no body, so with neither Content-Type nor Content-Length. Such a POST is taken as an empty
  * form (without a length the library would see no body at all), which readFormBodies then reads;
  * tokenParametersInQuery merges the query into it.

@@ -167,7 +167,7 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
     // secret, so the challenge is what ties the code to the app that asked for it. Confidential
     // clients prove themselves with their secret and may leave it out.
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
-    // `state` is required, except alongside a PKCE challenge. `ignored_scope` carries the requested
+    // `state` is required, except alongside a PKCE challenge or an OpenID Connect nonce. `ignored_scope` carries the requested
     // scopes the library drops to the consent page, which names them (set only by compat.ts).
     extraParams: { state: requireStateWithoutPkce, [IGNORED_SCOPE_PARAM]: async () => {} },
     // The grant a new authorization reuses: one per user and application, whichever browser it was given in.
@@ -247,13 +247,23 @@ function interactionsPolicy(requireVerifiedEmail: boolean): interactionPolicy.Pr
  * (at the PAR endpoint, which redirects nowhere, it is the endpoint's JSON error).
  * A request with a PKCE challenge may leave state out: the challenge already binds the code to
  * the browser that started the flow (RFC 9700 §2.1), and clients such as Auth.js rely on it by
- * default and send no state.
+ * default and send no state. So may an OpenID Connect request (scope `openid`) with a `nonce`:
+ * the ID token carries it back, and the client that checks it refuses a code injected from
+ * another browser (RFC 9700 §2.1 again), as grant does with `nonce: true` and no state. A nonce
+ * without `openid` yields no ID token to carry it, so it exempts nothing.
  */
 async function requireStateWithoutPkce(ctx: KoaContextWithOIDC, value: string | undefined): Promise<void> {
   const route = ctx.oidc.route;
-  if ((route === 'authorization' || route === 'pushed_authorization_request') && !value && !ctx.oidc.params?.code_challenge) {
+  if ((route === 'authorization' || route === 'pushed_authorization_request') && !value && !hasOtherCsrfBinding(ctx.oidc.params)) {
     throw new errors.InvalidRequest("missing required parameter 'state'");
   }
+}
+
+/** A PKCE challenge, or a nonce on a request for an ID token: either binds the code to its flow. */
+function hasOtherCsrfBinding(params: KoaContextWithOIDC['oidc']['params']): boolean {
+  if (params?.code_challenge) return true;
+  const scopes = typeof params?.scope === 'string' ? params.scope.split(' ') : [];
+  return Boolean(params?.nonce) && scopes.includes('openid');
 }
 
 /**

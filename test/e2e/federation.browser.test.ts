@@ -22,7 +22,7 @@ import { launchChromium } from './support.js';
  * its password. The sign-in page with providers, the sign-up and the link pages are
  * photographed at 1200 and 390 px into tmp/screenshots/.
  */
-/** Where this test leaves its screenshots to look at (the README's are taken by docs/screenshots/take-federation.ts). */
+/** Where this test leaves its screenshots to look at (the docs' are taken by docs/screenshots/take-federation.ts). */
 const SHOTS = fileURLToPath(new URL('../../tmp/screenshots/', import.meta.url));
 const SLUG = 'horizon-b';
 

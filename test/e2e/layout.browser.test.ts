@@ -8,7 +8,7 @@ import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { groupAccess, makeApp, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { launchChromium, signInThroughPage } from './support.js';
 
-/** Where these tests leave their screenshots to look at (the README's are taken by docs/screenshots/take-groups.ts). */
+/** Where these tests leave their screenshots to look at (the docs' are taken by docs/screenshots/take-groups.ts). */
 const SHOTS = fileURLToPath(new URL('../../tmp/screenshots/', import.meta.url));
 const PHONE = { width: 390, height: 844 };
 /** A name of the longest length allowed, without a space to break at. */

@@ -4,7 +4,7 @@ import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { makeClient, type TestUser } from '../helpers/factories.js';
 import { setEmailVerified } from '../helpers/email-verification.js';
-import { authorize } from '../helpers/oauth.js';
+import { authorize, callbackOf, passProvider } from '../helpers/oauth.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9999/openid-client/callback';
 
@@ -71,5 +71,19 @@ describeEachProfile('openid-client v6 against the provider', (profile) => {
     expect(introspected.active).to.equal(false);
     const after = await fetch(`${server.url}/apis/v2/groups`, { headers: { authorization: `Bearer ${refreshed.access_token}` } });
     expect(after.status).to.equal(401);
+  });
+
+  it('signs in with a nonce and neither state nor PKCE, the ID token carrying the nonce back (grant\'s nonce: true)', async () => {
+    const nonce = client.randomNonce();
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid groups:read-only', nonce });
+    expect(url.searchParams.has('state')).to.equal(false);
+    const page = await passProvider(new Browser(server.url), url.href, { username: user.email, password: user.password }, { callback: REDIRECT_URI });
+    const callback = callbackOf(page, REDIRECT_URI);
+    expect(callback.searchParams.has('error'), callback.href).to.equal(false);
+
+    // openid-client checks the ID token's nonce; a code injected from another flow would fail here.
+    const tokens = await client.authorizationCodeGrant(config, callback, { expectedNonce: nonce });
+    expect(tokens.access_token).to.match(/^ho_/);
+    expect(tokens.claims()!.nonce).to.equal(nonce);
   });
 });

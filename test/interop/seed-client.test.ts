@@ -8,7 +8,7 @@ import { authorize } from '../helpers/oauth.js';
 const REDIRECT_URI = 'http://localhost:9999/seed-client/callback';
 
 /**
- * A POST exactly as the README's curl flow writes it: the four parameters in the query string, no body, no
+ * A POST exactly as the curl flow of docs/oauth.md writes it: the four parameters in the query string, no body, no
  * Content-Type, no Authorization header. node:http rather than fetch, so nothing is added.
  */
 function postWithQueryOnly(url: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
@@ -25,11 +25,11 @@ function postWithQueryOnly(url: string): Promise<{ status: number; headers: Reco
 }
 
 /**
- * A client written from the README's curl flow alone: authorize with client_id, redirect_uri, scope and state
+ * A client written from the curl flow of docs/oauth.md alone: authorize with client_id, redirect_uri, scope and state
  * (nothing else: no response_type, no PKCE), then the token exchange with client_id,
  * client_secret, code and redirect_uri in the query string, then the API.
  */
-describeEachProfile("a hand-written client that speaks only the README's curl flow", (profile) => {
+describeEachProfile("a hand-written client that speaks only the curl flow of docs/oauth.md", (profile) => {
   const server = useIdp(profile);
 
   it('exchanges the code with the four query parameters and lists groups with the token', async () => {

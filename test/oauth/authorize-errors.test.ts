@@ -108,6 +108,20 @@ describeEachProfile('GET /login/oauth/authorize errors', (profile) => {
       expect(callback.searchParams.has('code')).to.equal(false);
     });
 
+    it('redirects a request with a nonce but without the openid scope and without state with invalid_request (a nonce only binds an ID token)', async () => {
+      const callback = callbackOf(await getManual(valid({ state: undefined, scope: 'groups:read-only', nonce: 'n-0S6_WzA2Mj' })));
+      expect(callback.searchParams.get('error')).to.equal('invalid_request');
+      // The library names the missing openid scope first; without it, the missing state.
+      expect(callback.searchParams.get('error_description')).to.match(/openid|state/);
+      expect(callback.searchParams.has('code')).to.equal(false);
+    });
+
+    it('redirects an OpenID Connect request without state, nonce or PKCE challenge as a missing state', async () => {
+      const callback = callbackOf(await getManual(valid({ state: undefined, scope: 'openid groups:read-only' })));
+      expect(callback.searchParams.get('error')).to.equal('invalid_request');
+      expect(callback.searchParams.get('error_description')).to.include('state');
+    });
+
     it('redirects a request with an empty state as a missing state', async () => {
       const callback = callbackOf(await getManual(valid({ state: '' })));
       expect(callback.searchParams.get('error')).to.equal('invalid_request');
@@ -193,6 +207,12 @@ describeEachProfile('GET /login/oauth/authorize errors', (profile) => {
 
     it('starts the sign-in without state when the request carries a PKCE challenge (Auth.js\'s default)', async () => {
       const res = await getManual(valid({ state: undefined, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }));
+      expect(res.status).to.be.oneOf([302, 303]);
+      expect(res.headers.get('location')).to.match(/^\/interaction\//);
+    });
+
+    it('starts the sign-in without state when an OpenID Connect request carries a nonce (the ID token\'s nonce check binds the code instead)', async () => {
+      const res = await getManual(valid({ state: undefined, scope: 'openid groups:read-only', nonce: 'n-0S6_WzA2Mj' }));
       expect(res.status).to.be.oneOf([302, 303]);
       expect(res.headers.get('location')).to.match(/^\/interaction\//);
     });

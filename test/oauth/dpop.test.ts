@@ -49,7 +49,7 @@ describeEachProfile('DPoP-bound tokens', (profile) => {
 
   before(async () => {
     app = await makeClient(idp.db);
-    // openid-client's own key pair (its private key not extractable), as the README's example makes it.
+    // openid-client's own key pair (its private key not extractable), as the example in docs/oauth.md makes it.
     keys = await client.randomDPoPKeyPair('ES256');
     // Plain http only because the test server is on loopback.
     config = await client.discovery(new URL(idp.url), app.clientId, app.clientSecret, undefined, { execute: [client.allowInsecureRequests] });

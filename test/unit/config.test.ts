@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/config.js';
 
 /** The ConfigError loadConfig throws for this environment (fails the test if it throws none). */
 function configError(env: Record<string, string>): ConfigError {
@@ -213,4 +214,13 @@ describe('loadConfig', () => {
       expect(err.message).to.not.match(/[\r\n]/);
     });
   }
+});
+
+describe('docs/configuration.md', () => {
+  it('has a row for every environment variable the service reads', () => {
+    const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const missing = CONFIG_VARIABLES.filter((name) => !page.includes(`| \`${name}\` |`));
+    expect(CONFIG_VARIABLES).to.include('PORT'); // the list is the schema's, not empty
+    expect(missing, 'variables without a row in docs/configuration.md').to.deep.equal([]);
+  });
 });

@@ -15,26 +15,26 @@ const root = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 const run = promisify(execFile);
 
-/** The fenced code blocks of the README's "Connect your server" section, in order. */
+/** The fenced code blocks of the "Connect your server" section of docs/interop.md (the README links there), in order. */
 function connectSection(): Array<{ lang: string; code: string }> {
-  const readme = read('README.md');
-  const start = readme.indexOf('\n## Connect your server\n');
-  expect(start, 'README has a "Connect your server" section').to.be.greaterThan(-1);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
+  const page = read('docs/interop.md');
+  const start = page.indexOf('\n## Connect your server\n');
+  expect(start, 'docs/interop.md has a "Connect your server" section').to.be.greaterThan(-1);
+  const end = page.indexOf('\n## ', start + 1);
+  const section = page.slice(start, end === -1 ? undefined : end);
   return [...section.matchAll(/```(\w+)\n([\s\S]*?)\n```/g)].map((m) => ({ lang: m[1]!, code: m[2]! }));
 }
 
-describe('the README\'s "Connect your server" snippets', () => {
+describe('the "Connect your server" snippets of docs/interop.md', () => {
   it('shows the files of examples/connect-your-server verbatim, so the type-checked code is what readers copy', () => {
     const blocks = connectSection().filter((b) => b.lang === 'ts').map((b) => b.code);
     for (const file of ['examples/connect-your-server/openid-client.ts', 'examples/connect-your-server/simple-oauth2.ts']) {
-      expect(blocks, `${file} differs from its README block`).to.include(read(file).trimEnd());
+      expect(blocks, `${file} differs from its block in docs/interop.md`).to.include(read(file).trimEnd());
     }
   });
 });
 
-describeEachProfile(`the README's "Connect your server" snippets against a live server`, (profile) => {
+describeEachProfile(`the "Connect your server" snippets of docs/interop.md against a live server`, (profile) => {
   const server = useIdp(profile);
   let user: TestUser;
   let group: GroupRow;
