@@ -29,7 +29,7 @@ export type ClientType = (typeof CLIENT_TYPES)[number];
  */
 export const SCOPES = {
   'groups:read-only': 'See your username and name, the groups you belong to and your role in each',
-  'groups:read-write': 'See your username and name and your groups; change or delete the groups you own and see their OAuth applications',
+  'groups:read-write': 'See your username and name and your groups; leave your groups, change their members as your role allows, change or delete the groups you own and see their OAuth applications',
   openid: 'Confirm your identity (your user id)',
   profile: 'See your username and name',
   email: 'See your email address once you have verified it',

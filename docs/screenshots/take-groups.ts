@@ -25,8 +25,9 @@ takeScreenshots(async (idp, chromium) => {
   const ada = await makeUser(db, { username: 'ada', email: 'ada@example.test', name: 'Ada Lovelace' });
   const group = await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
   const access = await groupAccess(db, ada.id, group.id);
-  for (const [username, name] of [['charles', 'Charles Babbage'], ['mary', 'Mary Somerville']] as const) {
-    await addMember(db, access, { user: (await makeUser(db, { username, email: `${username}@example.test`, name })).username, role: 'member' });
+  // One of each role, as the Members page explains them.
+  for (const [username, name, role] of [['charles', 'Charles Babbage', 'maintainer'], ['mary', 'Mary Somerville', 'member']] as const) {
+    await addMember(db, access, { user: (await makeUser(db, { username, email: `${username}@example.test`, name })).username, role });
   }
   const loom = await makeApp(db, ada.id, group.id, { name: 'Loom Scheduler', callbackURL: 'http://127.0.0.1:9999/callback' });
   for (const username of ['charles', 'mary']) {

@@ -60,11 +60,15 @@ const errorResponse = (description: string, headers: object = {}) => jsonRespons
 const noContent = (description: string) => ({ description, headers: requestIdHeader });
 const pageResponse = (description: string, item: z.ZodType) => jsonResponse(description, pageOf(item), { Link: textHeader() });
 
+/** Why a member is refused a group's routes whatever their role: the token, or the group's own rules. */
+const GROUP_REFUSALS =
+  'a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`), or the group requires two-factor authentication the user has not turned on (`two_factor_required`)';
+
 const authErrors = {
   401: errorResponse('No token, or a malformed, unknown, expired or revoked one; for a DPoP-bound token, a missing or invalid proof (`invalid_dpop_proof`)', {
     'WWW-Authenticate': textHeader('RFC 6750 Bearer challenge, or an RFC 9449 DPoP challenge (with `algs`) for a DPoP-bound token'),
   }),
-  403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)', {
+  403: errorResponse('The token lacks the scope this endpoint needs (or the user may not do this), ' + GROUP_REFUSALS, {
     'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge naming the scope needed; only with insufficient_scope') },
   }),
 };
@@ -72,7 +76,7 @@ const authErrors = {
 const ownerAuthErrors = {
   401: authErrors[401],
   403: errorResponse(
-    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+    'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`: maintainers and members are refused), ' + GROUP_REFUSALS,
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
@@ -83,7 +87,7 @@ const ownerAuthErrors = {
 const personalOwnerAuthErrors = {
   401: authErrors[401],
   403: errorResponse(
-    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`), or a personal access token lives longer than the group allows (`token_lifetime_exceeds_group_policy`)',
+    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`: maintainers and members are refused), ' + GROUP_REFUSALS,
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
 };
@@ -167,7 +171,7 @@ export function openApiDocument(issuer: string) {
           operationId: 'updateGroup',
           summary: 'Edit a group\'s settings (owners only)',
           description:
-            'Scope `groups:read-write`; the caller must be an owner. Fields left out keep their value. Each change is recorded in the group\'s audit log. `requireTwoFactor: true` needs two-factor authentication on the caller\'s own account first.',
+            'Scope `groups:read-write`; the caller must be an owner (a maintainer or a member is refused). Fields left out keep their value. Each change is recorded in the group\'s audit log. `requireTwoFactor: true` needs two-factor authentication on the caller\'s own account first.',
           parameters: [groupIdParam],
           requestBody: jsonBody(GroupChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
@@ -182,13 +186,33 @@ export function openApiDocument(issuer: string) {
           operationId: 'deleteGroup',
           summary: 'Delete a group (owners only)',
           description:
-            'Scope `groups:read-write`; the caller must be an owner. The group goes with its members, its audit log and its OAuth applications; every grant of those applications ends, with each code, access token and refresh token, at once. Recorded in the site\'s audit log. It cannot be undone.',
+            'Scope `groups:read-write`; the caller must be an owner (a maintainer or a member is refused). The group goes with its members, its audit log and its OAuth applications; every grant of those applications ends, with each code, access token and refresh token, at once. Recorded in the site\'s audit log. It cannot be undone.',
           parameters: [groupIdParam],
           responses: {
             204: noContent('Deleted'),
             400: errorResponse('The id is not a positive integer'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+      },
+      '/groups/{id}/members/{userId}': {
+        delete: {
+          operationId: 'removeGroupMember',
+          summary: 'Leave a group, or remove a member from it',
+          description:
+            'Scope `groups:read-write`. With the caller\'s own user id (`GET /user`), the caller leaves the group, whatever their role; the last owner cannot (409: another member must be made an owner first, or the group deleted). With another member\'s id, the caller removes them: an owner removes anyone, a maintainer removes members and maintainers but not owners, a member no one. Recorded in the group\'s audit log (`member.leave` or `member.remove`).',
+          parameters: [groupIdParam, parameter('userId', 'path', recordIdText, 'The member\'s user id: the caller\'s own to leave')],
+          responses: {
+            204: noContent('Left, or removed'),
+            400: errorResponse('The id or the user id is not a positive integer'),
+            401: authErrors[401],
+            403: errorResponse(
+              'The token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the caller may not remove this member (`forbidden`: a member removing anyone else, or a maintainer removing an owner), ' + GROUP_REFUSALS,
+              { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+            ),
+            404: errorResponse('No such group, the caller is not a member, or the user is not a member of it'),
+            409: errorResponse('The caller is the group\'s last owner, who cannot leave it (`conflict`)'),
           },
         },
       },

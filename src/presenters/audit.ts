@@ -14,6 +14,7 @@ const ACTION_NAMES: Record<AuditAction, string> = {
   'member.add': 'Member added',
   'member.role': 'Role changed',
   'member.remove': 'Member removed',
+  'member.leave': 'Left the group',
   'app.create': 'Application created',
   'app.update': 'Application updated',
   'app.delete': 'Application deleted',

@@ -17,7 +17,7 @@ export const groupJson = z.object({
   personalTokenMaxLifetimeDays: maxLifetimeDays,
   createdAt: timestamp,
   updatedAt: timestamp,
-  role: z.enum(ROLES).describe("The caller's role in the group").optional(),
+  role: z.enum(ROLES).describe("The caller's role in the group: an owner may do everything; a maintainer adds and removes members and maintainers and reads the audit log; a member reads the group").optional(),
 });
 export type GroupJson = z.infer<typeof groupJson>;
 

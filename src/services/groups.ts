@@ -6,7 +6,7 @@ import { now } from '../time.js';
 import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
-import { canGroup, type GroupAction } from '../policies/group.js';
+import { canChangeMember, canGroup, type GroupAction } from '../policies/group.js';
 import { auditActorId, changedFields, type Actor, type PersonalTokenLimits } from './context.js';
 import { capInWords, comparableLifetimeMs, exceedsCap, lifetimeInWords, maxLifetimeDays } from '../policies/token-lifetime.js';
 import { clientIdsOfGroup } from '../db/apps.js';
@@ -100,8 +100,29 @@ export async function accessGroup(
   if (access.role && actor.token && exceedsCap(actor.token.lifetimeMs, group.personal_token_max_lifetime_days)) {
     throw new TokenLifetimeError(group, actor.token.lifetimeMs);
   }
-  if (access.role && group.require_two_factor && !actorHasTwoFactor && !actor.upstreamSecondFactor && !actor.admin) throw new TwoFactorRequiredError(group.name);
+  if (access.role && closedForTwoFactor(group, actor, Boolean(actorHasTwoFactor))) throw new TwoFactorRequiredError(group.name);
   return access;
+}
+
+/**
+ * Whether a group stays closed to one of its members until they turn two-factor authentication
+ * on: it requires it, they have none, and they did not sign in with a second factor upstream.
+ */
+export function closedForTwoFactor(group: Pick<groups.GroupRow, 'require_two_factor'>, actor: Actor, actorHasTwoFactor: boolean): boolean {
+  return Boolean(group.require_two_factor) && !actorHasTwoFactor && !actor.upstreamSecondFactor && !actor.admin;
+}
+
+/**
+ * The name of the group at a page's address (`/groups/<path>…`) when it is closed to this member
+ * for want of two-factor authentication: the reason the two-factor page gives. Undefined for any
+ * other address, a group they are not in, or one open to them.
+ */
+export async function groupClosedForTwoFactorAt(db: Knex, actor: Actor, address: string): Promise<string | undefined> {
+  const path = rules.groupPath.safeParse(/^\/groups\/([^/?#]+)/.exec(address)?.[1]?.toLowerCase());
+  if (!path.success) return undefined;
+  const found = await groups.findGroupAndRole(db, { path: path.data }, actor.userId);
+  if (!found?.role || !closedForTwoFactor(found, actor, Boolean(found.actor_two_factor))) return undefined;
+  return found.name;
 }
 
 /**
@@ -111,7 +132,16 @@ export async function accessGroup(
 export function requireGroupAction(access: GroupAccess, action: GroupAction, outsiders: Outsiders = 'hidden'): void {
   if (access.actor.admin) return;
   if (!access.role && (action === 'read' || outsiders === 'hidden')) throw new NotFoundError(NO_GROUP);
-  if (!canGroup(access.role, action)) throw new ForbiddenError('only an owner of this group may do this');
+  if (!canGroup(access.role, action)) throw new ForbiddenError(action === 'manage-members' || action === 'read-audit' ? ONLY_OWNERS_AND_MAINTAINERS : ONLY_OWNERS);
+}
+
+const ONLY_OWNERS = 'only an owner of this group may do this';
+const ONLY_OWNERS_AND_MAINTAINERS = 'only an owner or a maintainer of this group may do this';
+
+/** The part of the rule that needs the member's role: only owners touch ownership. */
+function requireMemberChange(access: GroupAccess, change: { from?: Role; to?: Role }): void {
+  if (access.actor.admin || canChangeMember(access.role, change)) return;
+  throw new ForbiddenError('only an owner of this group may add, remove, promote to or demote from owner');
 }
 
 /**
@@ -130,7 +160,7 @@ export function membersOf(db: Knex, access: GroupAccess): Promise<groups.MemberR
   return groups.listMembers(db, access.group.id);
 }
 
-/** The latest events of a group's audit trail (owners only). */
+/** The latest events of a group's audit trail (owners and maintainers). */
 export function auditLogOf(db: Knex, access: GroupAccess): Promise<AuditRow[]> {
   requireGroupAction(access, 'read-audit');
   return listAudit(db, access.group.id);
@@ -231,6 +261,7 @@ export async function addMember(
   requireGroupAction(access, 'manage-members');
   const { actor, group: { id: groupId } } = access;
   const { user: login, role } = rules.parse(newMemberSchema, input);
+  requireMemberChange(access, { to: role });
   const user = await findUserByLogin(db, login);
   if (!user) throw new ValidationError('user', `no user "${login}"`);
   try {
@@ -251,26 +282,30 @@ export async function addMember(
 /**
  * The last-owner rule lives here: a change that would leave the group without an owner is
  * refused. The owner count is read inside the transaction, after the change, so two owners
- * demoting each other at once cannot both succeed on PostgreSQL (row locks) or SQLite (one writer).
+ * demoting each other (or both leaving) at once cannot both succeed on PostgreSQL (row locks) or
+ * SQLite (one writer). The member's role is read there too, locked, and checked against the
+ * actor's: a maintainer cannot touch an owner.
  */
 async function changeMembership(
   db: Knex,
   access: GroupAccess,
   userId: number,
-  change: { role: Role } | { remove: true },
+  change: { role: Role } | { remove: true } | { leave: true },
 ): Promise<void> {
-  requireGroupAction(access, 'manage-members');
   const { actor, group: { id: groupId } } = access;
+  const leaving = 'leave' in change;
+  requireGroupAction(access, leaving ? 'leave' : 'manage-members');
   await db.transaction(async (trx) => {
     const currentRole = await groups.lockMembership(trx, groupId, userId);
-    if (!currentRole) throw new NotFoundError('that user is not a member of this group');
+    if (!currentRole) throw new NotFoundError(leaving ? 'you are not a member of this group' : 'that user is not a member of this group');
+    if (!leaving) requireMemberChange(access, { from: currentRole, to: 'role' in change ? change.role : undefined });
     // The role they already have: nothing changes, so nothing is recorded.
     if ('role' in change && change.role === currentRole) return;
     await groups.lockGroup(trx, groupId);
-    if ('remove' in change) await groups.deleteMembership(trx, groupId, userId);
-    else await groups.setRole(trx, groupId, userId, change.role);
+    if ('role' in change) await groups.setRole(trx, groupId, userId, change.role);
+    else await groups.deleteMembership(trx, groupId, userId);
     if ((await groups.countOwners(trx, groupId)) === 0) {
-      throw new ConflictError('role', 'a group must keep at least one owner');
+      throw new ConflictError('role', leaving ? LAST_OWNER_LEAVING : 'a group must keep at least one owner');
     }
     const target = (await usernameOf(trx, userId)) ?? String(userId);
     await recordAudit(
@@ -278,9 +313,9 @@ async function changeMembership(
       {
         groupId,
         actorId: auditActorId(actor),
-        action: 'remove' in change ? 'member.remove' : 'member.role',
+        action: leaving ? 'member.leave' : 'role' in change ? 'member.role' : 'member.remove',
         target,
-        details: 'remove' in change ? { from: currentRole } : { from: currentRole, to: change.role },
+        details: 'role' in change ? { from: currentRole, to: change.role } : { from: currentRole },
         ip: actor.ip,
       },
       now(),
@@ -288,12 +323,25 @@ async function changeMembership(
   });
 }
 
+/** Why the last owner cannot leave, as the group page and the API say it. */
+export const LAST_OWNER_LEAVING = 'you are the last owner of this group: make another member an owner first, or delete the group';
+
 export function changeRole(db: Knex, access: GroupAccess, userId: number, role: string): Promise<void> {
   return changeMembership(db, access, userId, rules.parse(z.object({ role: rules.role }), { role }));
 }
 
 export function removeMember(db: Knex, access: GroupAccess, userId: number): Promise<void> {
   return changeMembership(db, access, userId, { remove: true });
+}
+
+/** The actor leaves the group, whatever their role; the last owner cannot. */
+export function leaveGroup(db: Knex, access: GroupAccess): Promise<void> {
+  return changeMembership(db, access, access.actor.userId, { leave: true });
+}
+
+/** Whether the actor is the group's only owner (who cannot leave it), among its members as listed. */
+export function isLastOwner(access: GroupAccess, members: readonly groups.MemberRow[]): boolean {
+  return access.role === 'owner' && members.filter((m) => m.role === 'owner').length === 1;
 }
 
 /** The admin CLI's access to a group named by its path; 404 naming the path when there is none. */

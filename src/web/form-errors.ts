@@ -88,7 +88,7 @@ function inWords(problem: FieldProblem, label: string | undefined, line: number 
 }
 
 /** A message that does not start with a label still starts as a sentence. */
-function sentence(message: string): string {
+export function sentence(message: string): string {
   return message.charAt(0).toUpperCase() + message.slice(1);
 }
 

@@ -1,33 +1,41 @@
 import Router, { type RouterContext } from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
+import type { Role } from '../vocabulary.js';
 import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { accessOf, groupLoader } from '../http/load-group.js';
 import { parseId } from '../ids.js';
-import { canGroup } from '../policies/group.js';
+import { canChangeMember, canGroup, ROLE_EXPLANATIONS, type GroupAction } from '../policies/group.js';
 import {
   addMember,
   auditLogOf,
   changeRole,
+  closedForTwoFactor,
   createGroup,
   currentRole,
   groupPathById,
   groupsOfUser,
+  isLastOwner,
+  LAST_OWNER_LEAVING,
+  leaveGroup,
   membersOf,
   removeMember,
+  TwoFactorRequiredError,
   updateGroupSettings,
   type GroupAccess,
 } from '../services/groups.js';
 import { deleteGroup, groupDeletionSummary, requireDeletionConfirmed } from '../services/group-deletion.js';
 import * as rules from '../services/rules.js';
+import { hasTwoFactor } from '../services/two-factor.js';
 import { MAX_POLICY_DAYS } from '../policies/token-lifetime.js';
-import { actorOf, formFields, requireUser, type WebDeps } from './context.js';
-import { formErrors, LABELS } from './form-errors.js';
+import { actorOf, formFields, requireUser, returnToQuery, type WebDeps } from './context.js';
+import { formErrors, LABELS, sentence } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { TWO_FACTOR_SETTINGS } from './two-factor-routes.js';
 
 /** The levels as GitLab names them, each with who it is meant for, shown next to the choice. */
 export const VISIBILITY_LEVELS = [
@@ -37,10 +45,13 @@ export const VISIBILITY_LEVELS = [
 ] as const;
 
 export const ROLES = [
-  { value: 'owner', label: 'Owner' },
-  { value: 'maintainer', label: 'Maintainer' },
-  { value: 'member', label: 'Member' },
+  { value: 'owner', label: 'Owner', explanation: ROLE_EXPLANATIONS.owner },
+  { value: 'maintainer', label: 'Maintainer', explanation: ROLE_EXPLANATIONS.maintainer },
+  { value: 'member', label: 'Member', explanation: ROLE_EXPLANATIONS.member },
 ] as const;
+
+/** Why a maintainer sees an owner's controls disabled on the Members page. */
+const OWNERS_ONLY = 'Only an owner can change or remove an owner.';
 
 /** The one-line notices of Post/Redirect/Get, chosen by a query flag (never echoing the query itself). */
 const NOTICES: Record<string, string> = {
@@ -49,6 +60,7 @@ const NOTICES: Record<string, string> = {
   added: 'Member added.',
   role: 'Role changed.',
   removed: 'Member removed.',
+  left: 'You left the group.',
   deleted: 'Group deleted. Its applications\' tokens no longer work.',
   'group-repeated': 'This form was submitted already: this is the group it created.',
   'member-repeated': 'This form was submitted already: the member was added then.',
@@ -75,8 +87,11 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.get('/groups', async (ctx) => {
     const user = requireUser(ctx);
-    const { items } = await groupsOfUser(db, user.id, { limit: 200, offset: 0 });
-    render(ctx, 'groups/index', { title: 'Groups', groups: items, flash: notice(ctx) });
+    const actor = actorOf(ctx);
+    const [{ items }, viewerHasTwoFactor] = await Promise.all([groupsOfUser(db, user.id, { limit: 200, offset: 0 }), hasTwoFactor(db, user.id)]);
+    // Marked: the groups that require two-factor authentication, and those closed to this viewer until they turn it on.
+    const groups = items.map((g) => ({ ...g, closedForTwoFactor: closedForTwoFactor(g, actor, viewerHasTwoFactor) }));
+    render(ctx, 'groups/index', { title: 'Groups', groups, twoFactorSettings: TWO_FACTOR_SETTINGS, flash: notice(ctx) });
   });
 
   function renderNewGroup(ctx: Ctx, extra: { values: Record<string, string>; errors?: Record<string, string>; onceKey: string }, status = 200) {
@@ -119,8 +134,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     }
   });
 
-  router.get('/groups/:path', loadGroup('read'), async (ctx) => {
-    const access = accessOf(ctx);
+  async function renderShow(ctx: Ctx, access: GroupAccess, problem: string | null = null, status = 200) {
     const { group, role } = access;
     const members = await membersOf(db, access);
     render(ctx, 'groups/show', {
@@ -128,10 +142,33 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       group,
       role,
       members,
-      canManage: canGroup(role, 'manage-settings'),
+      settingsUrl: firstSettingsTab(group, role),
+      lastOwner: isLastOwner(access, members) ? `${sentence(LAST_OWNER_LEAVING)}.` : null,
       visibilityLevels: VISIBILITY_LEVELS,
+      problem,
       flash: notice(ctx),
-    });
+    }, status);
+  }
+
+  router.get('/groups/:path', loadGroup('read'), async (ctx) => {
+    await renderShow(ctx, accessOf(ctx));
+  });
+
+  // Leaving: any member, from the group's page; the last owner is told why not there.
+  router.post('/groups/:path/leave', loadGroup('leave'), async (ctx) => {
+    const access = accessOf(ctx);
+    try {
+      await leaveGroup(db, access);
+    } catch (err) {
+      if (!(err instanceof AppError && err.field)) throw err;
+      await renderShow(ctx, access, `Could not leave ${access.group.name}. ${sentence(err.message)}.`, err.status);
+      return;
+    }
+    ctx.redirect('/groups?notice=left');
+  });
+
+  router.get('/groups/:path/leave', loadGroup('leave'), (ctx) => {
+    ctx.redirect(`/groups/${encodeURIComponent(accessOf(ctx).group.path)}`);
   });
 
   // Settings: General.
@@ -187,14 +224,19 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     extra: { values?: Record<string, string>; errors?: Record<string, string>; problem?: string; onceKey?: string } = {},
     status = 200,
   ) {
-    const { group, actor } = access;
+    const { group, actor, role } = access;
+    const members = (await membersOf(db, access)).map((m) => ({ ...m, mayChange: canChangeMember(role, { from: m.role }) }));
     render(ctx, 'groups/settings/members', {
       title: `Members · ${group.name}`,
       group,
       tab: 'members',
-      members: await membersOf(db, access),
+      can: canOf(role),
+      members,
       actorId: actor.userId,
       roles: ROLES,
+      // The roles this actor may give: a maintainer's choices leave out owner.
+      grantable: ROLES.filter((r) => canChangeMember(role, { to: r.value })),
+      ownersOnly: OWNERS_ONLY,
       values: extra.values ?? { role: 'member' },
       errors: extra.errors ?? {},
       labels: LABELS.member,
@@ -260,7 +302,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = accessOf(ctx);
     const { group } = access;
     const events = (await auditLogOf(db, access)).map(groupAuditEvent);
-    render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', events });
+    render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', can: canOf(access.role), events });
   });
 
   // Settings: Delete the group, after a page naming what goes with it and asking for its path.
@@ -301,10 +343,12 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 /**
  * `loadGroup(action)` for the pages under `/groups/:path`. Sign-in comes first (a signed-out
  * visitor learns nothing about which paths exist); an unknown path and a group one cannot see
- * read the same; a settings page answers 403 to anyone who is not an owner, member or not.
+ * read the same; a settings page answers 403 to anyone whose role does not open it, member or
+ * not. A member the group refuses for want of two-factor authentication is sent (303) to turn it
+ * on, with the page they asked for (a GET's; else the group's) to come back to.
  */
-export function pageGroupLoader(deps: WebDeps) {
-  return groupLoader({
+export function pageGroupLoader(deps: WebDeps): (action: GroupAction) => Middleware {
+  const load = groupLoader({
     db: deps.db,
     actorOf,
     refOf: (ctx) => {
@@ -314,6 +358,32 @@ export function pageGroupLoader(deps: WebDeps) {
     outsiders: 'forbidden',
     notFound: 'There is no group at this address, or you are not a member of it.',
   });
+  return (action) => {
+    const loadGroup = load(action);
+    return async function loadGroupOrTurnOnTwoFactor(ctx, next) {
+      try {
+        await loadGroup(ctx, next);
+      } catch (err) {
+        // Only the loading step's refusal: the route itself ran for a member the group let in.
+        if (!(err instanceof TwoFactorRequiredError) || ctx.state.access) throw err;
+        const back = ctx.method === 'GET' ? ctx.path : `/groups/${encodeURIComponent(String(ctx.params.path ?? '').toLowerCase())}`;
+        ctx.redirect(`${TWO_FACTOR_SETTINGS}${returnToQuery(back)}`);
+        ctx.status = 303;
+      }
+    };
+  };
+}
+
+/** The settings tabs' test of what the viewer may open (views/groups/_settings_header.ejs). */
+function canOf(role: Role | undefined): (action: GroupAction) => boolean {
+  return (action) => canGroup(role, action);
+}
+
+/** Where the group page's Settings button leads: General for an owner, Members for a maintainer, nowhere for a member. */
+function firstSettingsTab(group: GroupRow, role: Role | undefined): string | null {
+  const base = `/groups/${encodeURIComponent(group.path)}/settings`;
+  if (canGroup(role, 'manage-settings')) return base;
+  return canGroup(role, 'manage-members') ? `${base}/members` : null;
 }
 
 /** The lifetime cap as typed: empty is no limit, digits a number of days, anything else a number the rules refuse. */

@@ -11,15 +11,18 @@ import {
   type TwoFactorDeps,
 } from '../services/two-factor.js';
 import { mayAddCredentials } from '../policies/account.js';
+import { groupClosedForTwoFactorAt } from '../services/groups.js';
 import type { AccessConfirmation } from './confirm-access.js';
-import { formFields, requireUser, type WebDeps } from './context.js';
+import { actorOf, formFields, requireUser, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
 import { render } from './render.js';
 import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 
-const BASE = '/account/settings/two-factor';
+/** Account settings → Two-factor authentication, where a group that requires it sends its members. */
+export const TWO_FACTOR_SETTINGS = '/account/settings/two-factor';
+const BASE = TWO_FACTOR_SETTINGS;
 
 /**
  * The code fields of the two forms that take a code (Generate new recovery codes on
@@ -39,15 +42,27 @@ const NOTICES: Record<string, string> = {
  * codes and turning it off each need a fresh code (which is also this session's proof of its
  * person). Setting up needs a recent proof (Confirm access) and, where the site requires it, a
  * verified address. Each change is mailed to the owner.
+ *
+ * A group that requires two-factor authentication sends a member without it here with the page
+ * they asked for in `return_to` (a path on this site only): the pages say which group asks, carry
+ * the path through setting up, and lead back to it once it is on.
  */
 export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Router {
   const router = new Router();
   const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
 
+  /** Where to go back to once it is on, and which group asks for it (when one does). */
+  async function returnOf(ctx: Context, given: unknown) {
+    const returnTo = safeReturnTo(given, '');
+    const groupName = returnTo ? await groupClosedForTwoFactorAt(deps.db, actorOf(ctx), returnTo) : undefined;
+    return { returnTo, reason: groupName ? `${groupName} requires two-factor authentication: turn it on to open its pages.` : null };
+  }
+
   async function renderStatus(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/two-factor', {
       title: 'Two-factor authentication · Account settings',
       tab: 'two-factor',
+      ...(await returnOf(ctx, ctx.query.return_to)),
       status: await twoFactorStatus(deps.db, user.id),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       errors,
@@ -55,10 +70,11 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     }, status);
   }
 
-  async function renderSetup(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
+  async function renderSetup(ctx: Context, user: UserRow, returnTo: unknown, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/two-factor-setup', {
       title: 'Set up two-factor authentication · Account settings',
       tab: 'two-factor',
+      ...(await returnOf(ctx, returnTo)),
       setup: await totpSetup(settings, user),
       errors,
       flash: null,
@@ -76,9 +92,9 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   }
 
   /** The codes go to the next page in the one-time flash: a reload shows them no more. */
-  function showCodesOnce(ctx: Context, user: UserRow, codes: string[], heading: string) {
+  function showCodesOnce(ctx: Context, user: UserRow, codes: string[], heading: string, returnTo?: unknown) {
     flashBox(ctx).put({ for: codesFlashFor(user), secret: codes.join(' '), name: heading });
-    ctx.redirect(`${BASE}/recovery-codes`);
+    ctx.redirect(`${BASE}/recovery-codes${returnToQuery(returnTo)}`);
   }
 
   function renderCodes(ctx: Context, codes: string[], heading: string) {
@@ -86,6 +102,8 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
       title: 'Recovery codes · Account settings',
       tab: 'two-factor',
       heading,
+      // Saved, on to the page that asked for two-factor authentication (if one did).
+      next: safeReturnTo(ctx.query.return_to, BASE),
       codes,
       download: `data:text/plain;charset=utf-8;base64,${Buffer.from(`Horizon ID recovery codes for ${requireUser(ctx).username}\n\n${codes.join('\n')}\n`).toString('base64')}`,
       flash: null,
@@ -101,28 +119,30 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
   router.post(`${BASE}/setup`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
-    await totpSetup(settings, user, { restart: formFields(ctx).restart === '1' });
-    ctx.redirect(`${BASE}/setup`);
+    const form = formFields(ctx);
+    await totpSetup(settings, user, { restart: form.restart === '1' });
+    ctx.redirect(`${BASE}/setup${returnToQuery(form.return_to)}`);
   });
 
   // The page shows the secret: a stolen session must not read it, nor turn it on with it.
   router.get(`${BASE}/setup`, unverified, access.page('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
     if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
-    await renderSetup(ctx, user);
+    await renderSetup(ctx, user, ctx.query.return_to);
   });
 
   router.post(`${BASE}/setup/confirm`, unverified, access.required('turn-on-two-factor'), async (ctx) => {
     const user = requireUser(ctx);
+    const form = formFields(ctx);
     try {
-      const codes = await confirmTotp(settings, user, formFields(ctx).code ?? '', ctx.ip);
+      const codes = await confirmTotp(settings, user, form.code ?? '', ctx.ip);
       noticeToOwner(deps, ctx, user, 'two-factor-enabled');
-      showCodesOnce(ctx, user, codes, 'Two-factor authentication is on');
+      showCodesOnce(ctx, user, codes, 'Two-factor authentication is on', form.return_to);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
       if ((await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
-      await renderSetup(ctx, user, errors, formStatus(err));
+      await renderSetup(ctx, user, form.return_to, errors, formStatus(err));
     }
   });
 

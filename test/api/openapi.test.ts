@@ -141,6 +141,10 @@ describeEachProfile('API OpenAPI document', (profile) => {
       doomedGroupId: number;
       /** A group of the fixture's user that allows personal access tokens of 7 days at most. */
       cappedGroupId: number;
+      /** A group of the owner's where the fixture's user is a member, for leaving. */
+      leftGroupId: number;
+      userId: number;
+      ownerId: number;
     };
 
     before(async () => {
@@ -155,6 +159,8 @@ describeEachProfile('API OpenAPI document', (profile) => {
       const full = await makeApp(db, owner.id, foreign.id, { name: 'Two secrets' });
       await generateClientSecret(db, await appAccess(db, owner.id, full.clientId));
       const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
+      const left = await makeGroup(db, owner.id);
+      await addMember(db, await groupAccess(db, owner.id, left.id), { user: user.username, role: 'member' });
       const capped = await makeGroup(db, user.id);
       await updateGroupSettings(db, await groupAccess(db, user.id, capped.id), { name: capped.name, description: '', visibilityLevel: 'private', personalTokenMaxLifetimeDays: 7 });
       fixture = {
@@ -173,6 +179,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
         memberApp: (await makeApp(db, owner.id, group.id, { name: 'Not the member’s' })).clientId,
         doomedGroupId: (await makeGroup(db, owner.id)).id,
         cappedGroupId: capped.id,
+        leftGroupId: left.id,
+        userId: user.id,
+        ownerId: owner.id,
       };
     });
 
@@ -234,6 +243,10 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'a member, not an owner', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.memberApp}/secrets`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'a revocation', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 204 },
       { name: 'a revoked secret', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/${fixture.rotatingSecret}`, token: () => fixture.owner, status: 404 },
+      { name: 'leaving', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.leftGroupId}/members/${fixture.userId}`, token: () => fixture.patNoEmail, status: 204 },
+      { name: 'the last owner leaving', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.foreignGroupId}/members/${fixture.ownerId}`, token: () => fixture.owner, status: 409 },
+      { name: 'a member removing an owner', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.groupId}/members/${fixture.ownerId}`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'a bad user id', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.groupId}/members/x`, token: () => fixture.patNoEmail, status: 400 },
       { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
     ];
 

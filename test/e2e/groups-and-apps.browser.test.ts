@@ -3,7 +3,8 @@ import type { Page } from 'playwright-core';
 import * as client from 'openid-client';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { addMember } from '../../src/services/groups.js';
+import { groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { oauthTokens, refresh } from '../helpers/oauth.js';
 import { signInThroughPage, useChromium } from './support.js';
 
@@ -88,6 +89,27 @@ describeEachProfile('Groups and applications in a real browser', function (profi
     await page.waitForURL(/\/groups\?notice=deleted/);
     expect(await idp.db('groups').where({ id: group.id }).first()).to.equal(undefined);
     await expectEnded(known, holders, 'invalid_client');
+  });
+
+  it('Leave group: asks first, then the member is gone; the last owner’s button is disabled with the reason', async () => {
+    const owner = await makeUser(idp.db);
+    const member = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: member.username, role: 'member' });
+    const page = await signedIn(member);
+    await page.goto(`${idp.url}/groups/${group.path}`);
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await page.getByRole('button', { name: 'Leave group' }).click();
+    expect(await idp.db('memberships').where({ group_id: group.id, user_id: member.id }).first()).to.not.equal(undefined);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Leave group' }).click();
+    await page.waitForURL(/\/groups\?notice=left/);
+    expect(await idp.db('memberships').where({ group_id: group.id, user_id: member.id }).first()).to.equal(undefined);
+
+    const ownerPage = await signedIn(owner);
+    await ownerPage.goto(`${idp.url}/groups/${group.path}`);
+    expect(await ownerPage.getByRole('button', { name: 'Leave group' }).isDisabled()).to.equal(true);
+    expect(await ownerPage.getByTestId('leave-reason').textContent()).to.equal('You are the last owner of this group: make another member an owner first, or delete the group.');
   });
 
   it('Revoke all user tokens: asks, then every user’s grant ends; the application and its secret stay', async () => {

@@ -3,7 +3,6 @@ import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp, type RunningIdp } from '../helpers/app.js';
 import { signIn, type Browser } from '../helpers/browser.js';
 import { groupAccess, makeGroup, makeUser } from '../helpers/factories.js';
-import { errorMessage } from '../helpers/html.js';
 
 /**
  * Rewrites how the session `browser` holds signed in (its `amr`), as the upstream sign-in flow
@@ -31,15 +30,16 @@ describeEachProfile('Groups that require two-factor, for a session signed in thr
 
   it('lets in a member whose upstream sign-in had a second factor the provider is trusted for (amr fed and mfa)', async () => {
     const { group, browser } = await memberOfStrictGroup();
-    await browser.get(`/groups/${group.path}`).expect(403);
+    await browser.get(`/groups/${group.path}`).expect(303, `/account/settings/two-factor?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
     await signedInWith(idp, browser, ['fed', 'mfa']);
     await browser.get(`/groups/${group.path}`).expect(200);
   });
 
-  it('refuses a member whose upstream sign-in had no second factor it vouched for (amr fed alone), naming why', async () => {
+  it('sends a member whose upstream sign-in had no second factor it vouched for (amr fed alone) to turn it on, naming the group', async () => {
     const { group, browser } = await memberOfStrictGroup();
     await signedInWith(idp, browser, ['fed']);
-    const page = await browser.get(`/groups/${group.path}`).expect(403);
-    expect(errorMessage(page.text)).to.match(/requires two-factor authentication/);
+    const sent = await browser.get(`/groups/${group.path}`).expect(303, `/account/settings/two-factor?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
+    const page = await browser.get(sent.headers.get('location')!).expect(200);
+    expect(page.text).to.include(`${group.name} requires two-factor authentication: turn it on to open its pages.`);
   });
 });

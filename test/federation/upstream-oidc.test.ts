@@ -440,7 +440,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     upstream.state.amr = ['pwd'];
     const oneFactor = browser();
     expect((await continueWith(oneFactor, 'trusted')).url.pathname).to.equal('/groups');
-    await oneFactor.get(`/groups/${group.path}`).expect(403);
+    await oneFactor.get(`/groups/${group.path}`).expect(303, `/account/settings/two-factor?return_to=${encodeURIComponent(`/groups/${group.path}`)}`);
 
     upstream.state.amr = ['pwd', 'hwk', 'mfa'];
     const twoFactors = browser();

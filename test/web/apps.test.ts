@@ -492,12 +492,13 @@ describeEachProfile('OAuth application pages', (profile) => {
 
   describe('who may', () => {
     for (const role of ['maintainer', 'member'] as const) {
-      it(`shows a ${role} no Settings and no Developer link on the group page`, async () => {
+      it(`shows a ${role} no Developer link on the group page${role === 'maintainer' ? ' nor on Members' : ', nor Settings'}`, async () => {
         const { owner, group } = await groupWithOwner();
         const user = await signIn(idp.url, await join(group, owner, role));
         const res = await user.get(`/groups/${group.path}`).expect(200);
-        expect(res.text).not.to.include(`/groups/${group.path}/settings`);
         expect(res.text).not.to.include('Developer');
+        if (role === 'member') expect(res.text).not.to.include(`/groups/${group.path}/settings`);
+        else expect((await user.get(`/groups/${group.path}/settings/members`).expect(200)).text).not.to.include(developer(group));
       });
 
       it(`answers a ${role} with 403 on every Developer page and form, changing nothing`, async () => {

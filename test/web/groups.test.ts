@@ -150,11 +150,11 @@ describeEachProfile('groups pages', (profile) => {
       expect(res.text).not.to.include(`/groups/${group.path}/settings`);
     });
 
-    it('does not show Settings to a maintainer', async () => {
+    it('shows a maintainer Settings leading to Members, the first tab they may open', async () => {
       const { owner, group } = await groupWithOwner();
       const maintainer = await join(group, owner, 'maintainer');
       const res = await (await signIn(idp.url, maintainer)).get(`/groups/${group.path}`).expect(200);
-      expect(res.text).not.to.include('data-testid="group-settings"');
+      expect(res.text).to.match(new RegExp(`href="/groups/${group.path}/settings/members" data-testid="group-settings"`));
     });
 
     it('answers a non-member with a 404 page', async () => {
@@ -191,6 +191,61 @@ describeEachProfile('groups pages', (profile) => {
     });
   });
 
+  describe('leaving a group', () => {
+    for (const role of ['member', 'maintainer', 'owner'] as const) {
+      it(`lets a ${role} leave from the group page, audited as them leaving, and sends them to their groups`, async () => {
+        const { owner, group } = await groupWithOwner();
+        const leaver = await join(group, owner, role);
+        const client = await signIn(idp.url, leaver);
+        const page = await client.get(`/groups/${group.path}`).expect(200);
+        expect(page.text).to.match(/data-testid="leave-group" data-confirm="Leave /);
+        await client.fill(page, `/groups/${group.path}/leave`).expect(302, '/groups?notice=left');
+        expect(await findRole(idp.db, group.id, leaver.id)).to.equal(undefined);
+        const left = await idp.db('audit_events').where({ group_id: group.id, action: 'member.leave' }).first('actor_id', 'target', 'details');
+        expect(left).to.deep.include({ actor_id: leaver.id, target: leaver.username });
+        expect(JSON.parse(left.details)).to.deep.equal({ from: role });
+        const list = await client.get('/groups?notice=left').expect(200);
+        expect(list.text).to.include('You left the group.');
+        expect(list.text).not.to.include(`href="/groups/${group.path}"`);
+        await client.get(`/groups/${group.path}`).expect(404);
+        const log = await (await signIn(idp.url, owner)).get(`/groups/${group.path}/settings/audit`).expect(200);
+        expect(log.text).to.match(new RegExp(`Left the group[\\s\\S]*?${leaver.username}`));
+      });
+    }
+
+    it('shows the last owner the button disabled with the reason, and refuses it posted anyway (409, nothing changed)', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      await join(group, owner, 'maintainer');
+      const page = await client.get(`/groups/${group.path}`).expect(200);
+      expect(page.text).to.match(/data-testid="leave-group"[^>]* disabled aria-describedby="leave-reason"/);
+      expect(page.text).to.include('You are the last owner of this group: make another member an owner first, or delete the group.');
+      const auditBefore = await auditCount(group.id);
+      const refused = await client.fill(page, `/groups/${group.path}/leave`).expect(409);
+      expect(errorMessage(refused.text)).to.equal(`Could not leave ${group.name}. You are the last owner of this group: make another member an owner first, or delete the group.`);
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('owner');
+      expect(await auditCount(group.id)).to.equal(auditBefore);
+    });
+
+    it('lets only one of two owners leaving at once go: the group keeps an owner', async () => {
+      const { owner, group, client } = await groupWithOwner();
+      const second = await join(group, owner, 'owner');
+      const secondClient = await signIn(idp.url, second);
+      const [first, other] = [await client.get(`/groups/${group.path}`).expect(200), await secondClient.get(`/groups/${group.path}`).expect(200)];
+      const answers = await Promise.all([client.fill(first, `/groups/${group.path}/leave`), secondClient.fill(other, `/groups/${group.path}/leave`)]);
+      expect(answers.map((a) => a.status).sort()).to.deep.equal([302, 409]);
+      expect(Object.values(await rolesOf(group.id))).to.deep.equal(['owner']);
+      expect(await idp.db('audit_events').where({ group_id: group.id, action: 'member.leave' }).count({ n: '*' }).first()).to.satisfy((row: { n: number | string }) => Number(row.n) === 1);
+    });
+
+    it('refuses leaving without a CSRF token and changes nothing', async () => {
+      const { owner, group } = await groupWithOwner();
+      const member = await join(group, owner, 'member');
+      const client = await signIn(idp.url, member);
+      await client.postForm(`/groups/${group.path}/leave`, {}).expect(403);
+      expect(await findRole(idp.db, group.id, member.id)).to.equal('member');
+    });
+  });
+
   describe('settings', () => {
     const settingsPages = (path: string) => [
       `/groups/${path}/settings`,
@@ -208,36 +263,57 @@ describeEachProfile('groups pages', (profile) => {
       }
     });
 
-    for (const role of ['maintainer', 'member'] as const) {
-      it(`answers a ${role} with 403 on every settings page`, async () => {
-        const { owner, group } = await groupWithOwner();
-        const client = await signIn(idp.url, await join(group, owner, role));
-        for (const url of settingsPages(group.path)) {
-          const res = await client.get(url);
-          expect(res.status, url).to.equal(403);
-          expect(res.text).not.to.include('Save changes');
-        }
-      });
+    /** The settings forms a member may not send; a maintainer neither (each touches settings or an owner). */
+    const ownersOnlyPosts = (path: string, ids: { owner: number; actor: number; other: number }, outsider: string): Array<[string, Record<string, string>]> => [
+      [`/groups/${path}/settings`, { name: 'Taken over', description: 'x', visibilityLevel: 'public' }],
+      [`/groups/${path}/settings/members`, { user: outsider, role: 'owner' }],
+      [`/groups/${path}/settings/members/${ids.actor}/role`, { role: 'owner' }],
+      [`/groups/${path}/settings/members/${ids.other}/role`, { role: 'owner' }],
+      [`/groups/${path}/settings/members/${ids.owner}/role`, { role: 'member' }],
+      [`/groups/${path}/settings/members/${ids.owner}/remove`, {}],
+    ];
 
-      it(`answers a ${role} with 403 on every settings form and changes nothing`, async () => {
+    it('answers a member with 403 on every settings page', async () => {
+      const { owner, group } = await groupWithOwner();
+      const client = await signIn(idp.url, await join(group, owner, 'member'));
+      for (const url of settingsPages(group.path)) {
+        const res = await client.get(url);
+        expect(res.status, url).to.equal(403);
+        expect(res.text).not.to.include('Save changes');
+      }
+    });
+
+    it('opens Members and Audit log to a maintainer, with only those tabs, and answers 403 on General and Developer', async () => {
+      const { owner, group } = await groupWithOwner();
+      const client = await signIn(idp.url, await join(group, owner, 'maintainer'));
+      const [general, members, developer, audit] = settingsPages(group.path);
+      for (const url of [general!, developer!]) expect((await client.get(url)).status, url).to.equal(403);
+      for (const url of [members!, audit!]) {
+        const res = await client.get(url).expect(200);
+        const tabs = /<nav class="tabs"[\s\S]*?<\/nav>/.exec(res.text)?.[0] ?? '';
+        expect(tabs).to.match(/>Members<[\s\S]*>Audit log</);
+        expect(tabs).not.to.match(/>General<|>Developer</);
+      }
+    });
+
+    for (const role of ['maintainer', 'member'] as const) {
+      it(`answers a ${role} with 403 on every settings form that touches settings or an owner, and changes nothing`, async () => {
         const { owner, group } = await groupWithOwner();
         const other = await join(group, owner, 'member');
         const actor = await join(group, owner, role);
         const client = await signIn(idp.url, actor);
         const [rolesBefore, auditBefore, groupBefore] = [await rolesOf(group.id), await auditCount(group.id), await groupRow(group.id)];
         const outsider = await makeUser(idp.db);
-        const posts: Array<[string, Record<string, string>]> = [
-          [`/groups/${group.path}/settings`, { name: 'Taken over', description: 'x', visibilityLevel: 'public' }],
-          [`/groups/${group.path}/settings/members`, { user: outsider.username, role: 'owner' }],
-          [`/groups/${group.path}/settings/members/${actor.id}/role`, { role: 'owner' }],
-          [`/groups/${group.path}/settings/members/${other.id}/role`, { role: 'owner' }],
-          [`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'member' }],
-          [`/groups/${group.path}/settings/members/${owner.id}/remove`, {}],
-          [`/groups/${group.path}/settings/members/${other.id}/remove`, {}],
-        ];
+        const posts = ownersOnlyPosts(group.path, { owner: owner.id, actor: actor.id, other: other.id }, outsider.username);
+        if (role === 'member') {
+          posts.push([`/groups/${group.path}/settings/members`, { user: outsider.username, role: 'member' }]);
+          posts.push([`/groups/${group.path}/settings/members/${other.id}/remove`, {}]);
+          posts.push([`/groups/${group.path}/settings/members/${other.id}/role`, { role: 'maintainer' }]);
+        }
         for (const [url, fields] of posts) {
           const res = await client.submit(url, fields);
           expect(res.status, url).to.equal(403);
+          expect(errorMessage(res.text), url).to.match(/^Only an owner/);
         }
         expect(await rolesOf(group.id)).to.deep.equal(rolesBefore);
         expect(await auditCount(group.id)).to.equal(auditBefore);
@@ -245,6 +321,49 @@ describeEachProfile('groups pages', (profile) => {
         expect((await groupRow(group.id)).visibility_level).to.equal(groupBefore.visibility_level);
       });
     }
+
+    it('lets a maintainer add, promote, demote and remove members and maintainers through the Members page’s own forms, each audited', async () => {
+      const { owner, group } = await groupWithOwner();
+      const maintainer = await join(group, owner, 'maintainer');
+      const newcomer = await makeUser(idp.db);
+      const client = await signIn(idp.url, maintainer);
+      const membersUrl = `/groups/${group.path}/settings/members`;
+
+      let page = await client.get(membersUrl).expect(200);
+      await client.fill(page, membersUrl, { 'Username or email': newcomer.username, Role: 'maintainer' }).expect(302, `${membersUrl}?notice=added`);
+      expect(await findRole(idp.db, group.id, newcomer.id)).to.equal('maintainer');
+
+      page = await client.get(membersUrl).expect(200);
+      await client.fill(page, `${membersUrl}/${newcomer.id}/role`, { [`Role of ${newcomer.username}`]: 'member' }).expect(302, `${membersUrl}?notice=role`);
+      expect(await findRole(idp.db, group.id, newcomer.id)).to.equal('member');
+
+      page = await client.get(membersUrl).expect(200);
+      await client.fill(page, `${membersUrl}/${newcomer.id}/remove`).expect(302, `${membersUrl}?notice=removed`);
+      expect(await findRole(idp.db, group.id, newcomer.id)).to.equal(undefined);
+
+      const trail = await idp.db('audit_events').where({ group_id: group.id, actor_id: maintainer.id }).orderBy('id').select('action', 'target');
+      expect(trail).to.deep.equal([
+        { action: 'member.add', target: newcomer.username },
+        { action: 'member.role', target: newcomer.username },
+        { action: 'member.remove', target: newcomer.username },
+      ]);
+    });
+
+    it('explains each role on the Members page and shows a maintainer an owner’s controls replaced by the reason, and no owner choice', async () => {
+      const { owner, group } = await groupWithOwner();
+      const maintainer = await join(group, owner, 'maintainer');
+      const page = await (await signIn(idp.url, maintainer)).get(`/groups/${group.path}/settings/members`).expect(200);
+      const explained = /data-testid="role-explanations">([\s\S]*?)<\/dl>/.exec(page.text)?.[1] ?? '';
+      expect(explained).to.match(/Owner<\/dt><dd>Everything/);
+      expect(explained).to.match(/Maintainer<\/dt><dd>Adds and removes members and maintainers/);
+      expect(explained).to.match(/Member<\/dt><dd>Sees the group/);
+      const rowOf = (username: string) => new RegExp(`data-username="${username}">[\\s\\S]*?</tr>`).exec(page.text)?.[0] ?? '';
+      expect(rowOf(owner.username)).not.to.include('<form');
+      expect(rowOf(owner.username)).to.include('Only an owner can change or remove an owner.');
+      expect(rowOf(maintainer.username)).to.include(`/settings/members/${maintainer.id}/remove`);
+      expect(page.text).not.to.match(/<option value="owner"/);
+      expect(page.text).to.include('Only an owner can add an owner.');
+    });
 
     it('answers a signed-in non-member with 403 on a settings page', async () => {
       const { group } = await groupWithOwner();
@@ -381,15 +500,19 @@ describeEachProfile('groups pages', (profile) => {
       expect(await findRole(idp.db, group.id, owner.id)).to.equal('owner');
     });
 
-    it('lets one of two owners demote themselves and sends them back to the group page', async () => {
+    it('lets one of two owners demote themselves: to maintainer they keep Members, to member they go back to the group page', async () => {
       const { owner, group, client } = await groupWithOwner();
       const second = await join(group, owner, 'owner');
       await client
         .submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'maintainer' })
-        .expect(302, `/groups/${group.path}`);
+        .expect(302, `/groups/${group.path}/settings/members?notice=role`);
       expect(await findRole(idp.db, group.id, owner.id)).to.equal('maintainer');
       expect(await findRole(idp.db, group.id, second.id)).to.equal('owner');
       await client.get(`/groups/${group.path}/settings`).expect(403);
+      await client
+        .submit(`/groups/${group.path}/settings/members/${owner.id}/role`, { role: 'member' })
+        .expect(302, `/groups/${group.path}`);
+      expect(await findRole(idp.db, group.id, owner.id)).to.equal('member');
     });
 
     it('answers a role change for someone who is not a member with a 404 page', async () => {

@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteGroup } from '../../services/group-deletion.js';
 import { presentGroup } from '../../presenters/group.js';
-import { groupById, groupsOfUser, updateGroupSettings } from '../../services/groups.js';
+import { groupById, groupsOfUser, leaveGroup, removeMember, updateGroupSettings } from '../../services/groups.js';
 import * as rules from '../../services/rules.js';
-import { jsonObject } from '../params.js';
+import { idParam, jsonObject } from '../params.js';
 import { accessOf } from '../../http/load-group.js';
 import { apiGroupLoader } from '../access.js';
 import { authOf, requireScope } from '../auth.js';
@@ -61,6 +61,16 @@ export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; 
   // Owners only: the group goes with its members, applications and their tokens.
   router.delete('/groups/:id', readWrite, loadGroup('delete-group'), async (ctx) => {
     await deleteGroup(deps.db, deps.provider, accessOf(ctx));
+    ctx.status = 204;
+  });
+
+  // One's own id: leaving the group (any role; not its last owner). Another's: removing them, as
+  // the Members page does (owners; maintainers too, for members and maintainers).
+  router.delete('/groups/:id/members/:userId', readWrite, loadGroup('read'), async (ctx) => {
+    const access = accessOf(ctx);
+    const userId = idParam(ctx, 'userId');
+    if (userId === access.actor.userId) await leaveGroup(deps.db, access);
+    else await removeMember(deps.db, access, userId);
     ctx.status = 204;
   });
 
