@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
  */
 export const AUDIT_ACTIONS = [
   'group.create', 'group.update', 'group.delete',
-  'member.add', 'member.role', 'member.remove',
+  'member.add', 'member.role', 'member.remove', 'member.leave',
   'app.create', 'app.update', 'app.delete', 'app.secret.create', 'app.secret.revoke', 'app.tokens.revoke',
   'app.secret.report.revoke', 'app.token.report.revoke', 'token.report.revoke',
   'user.admin.grant', 'user.admin.revoke', 'user.disable', 'user.enable', 'user.password_reset.send',
