@@ -283,16 +283,16 @@ describeEachProfile('groups pages', (profile) => {
       }
     });
 
-    it('opens Members and Audit log to a maintainer, with only those tabs, and answers 403 on General and Developer', async () => {
+    it('opens Members and Audit log to a maintainer, with only those in the sidebar, and answers 403 on General and Developer', async () => {
       const { owner, group } = await groupWithOwner();
       const client = await signIn(idp.url, await join(group, owner, 'maintainer'));
       const [general, members, developer, audit] = settingsPages(group.path);
       for (const url of [general!, developer!]) expect((await client.get(url)).status, url).to.equal(403);
       for (const url of [members!, audit!]) {
         const res = await client.get(url).expect(200);
-        const tabs = /<nav class="tabs"[\s\S]*?<\/nav>/.exec(res.text)?.[0] ?? '';
-        expect(tabs).to.match(/>Members<[\s\S]*>Audit log</);
-        expect(tabs).not.to.match(/>General<|>Developer</);
+        const sidebar = /<nav class="settings-nav"[\s\S]*?<\/nav>/.exec(res.text)?.[0] ?? '';
+        expect(sidebar).to.match(/>Members<[\s\S]*>Audit log</);
+        expect(sidebar).not.to.match(/>General<|>Developer</);
       }
     });
 
