@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import { request } from 'node:http';
 import { addMember } from '../../src/services/groups.js';
-import { call, expectApiError } from '../helpers/api.js';
+import { call, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
@@ -137,6 +138,20 @@ describeEachProfile('API endpoints', (profile) => {
       expect(res.headers.get('allow')).to.include('GET');
     });
 
+    // fetch() refuses to send TRACE, and Node's HTTP parser answers a method it does not know
+    // (FOO) itself; TRACE and PROPFIND reach the server, so they are sent over plain node:http.
+    for (const method of ['TRACE', 'PROPFIND']) {
+      it(`answers ${method} with a JSON 405 and an Allow header, not a text 501`, async () => {
+        const res = await rawRequest(`${idp.url}/apis/v2/groups/1`, method, pat);
+        expectApiError(res, 405, 'method_not_allowed');
+        expect(res.headers.get('allow')).to.equal('HEAD, GET, PATCH, DELETE');
+        expect(res.body.error_description).to.equal(`${method} is not allowed here; allowed: HEAD, GET, PATCH, DELETE`);
+        const nowhere = await rawRequest(`${idp.url}/apis/v2/no-such-thing`, method, pat);
+        expectApiError(nowhere, 404, 'not_found');
+        expect(nowhere.headers.get('allow')).to.equal(null);
+      });
+    }
+
     it('refuses a non-JSON body with 415 before looking at the route', async () => {
       const res = await call(idp, '/apis/v2/groups/1/oauth-apps', {
         token: pat,
@@ -163,3 +178,21 @@ describeEachProfile('API endpoints', (profile) => {
     });
   });
 });
+
+/** One request over node:http, which sends any method a token allows (fetch() refuses TRACE). */
+function rawRequest(url: string, method: string, token: string): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+        resolve({ status: res.statusCode!, headers, text, body: /json/.test(headers.get('content-type') ?? '') && text ? JSON.parse(text) : undefined });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
