@@ -177,7 +177,7 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
   requireGroupAction(access, 'manage-settings');
   const { actor, group } = access;
   // Every problem at once: the two-factor check runs whether or not the other fields are right.
-  const parsed = groupSettingsSchema.safeParse(input);
+  const parsed = rules.safeParse(groupSettingsSchema, input);
   const problems = parsed.success ? [] : rules.problemsOf(parsed.error.issues);
   const turningOn = TURNING_ON_TWO_FACTOR.safeParse(input).success && !group.require_two_factor;
   // The owner who turns it on must have it: else they would be refused their own group at once.

@@ -475,6 +475,16 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
     });
 
+    it('says a field of the wrong type must be of the right one, not that it is required; a list item by its index', async () => {
+      const { group, token } = await owned();
+      const res = await api(token, 'POST', `/groups/${group.id}/oauth-apps`, { ...VALID, name: 0, deviceFlow: 'yes', signOutRedirectURLs: ['https://ok.example.test', 5] });
+      expectApiError(res, 400, 'invalid_request');
+      expect(res.body.error_description).to.equal('name must be a string; signOutRedirectURLs[1] must be a string; deviceFlow must be true or false');
+      const app = await created(token, group.id);
+      const edit = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { callbackURL: null, signOutRedirectURLs: 'https://one.example.test' });
+      expect(edit.body.error_description).to.equal('callbackURL must be a string; signOutRedirectURLs must be a list of URLs');
+    });
+
     for (const body of ['{"name":', '"Deploy Bot"', 'null', '5']) {
       it(`answers the JSON body ${body} with 400, never a 500`, async () => {
         const { group, token } = await owned();
