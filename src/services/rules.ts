@@ -98,7 +98,8 @@ const homepageURL = z
     const url = safeUrl(v);
     return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
   }, 'homepageURL must be an absolute http(s) URL')
-  .describe('An absolute http(s) URL');
+  .describe('An absolute http(s) URL')
+  .meta({ format: 'uri' });
 
 const callbackURL = z
   .string({ error: 'callbackURL is required' })
@@ -110,7 +111,8 @@ const callbackURL = z
   })
   .describe(
     'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]; a `public` application may not use localhost. The authorize request\'s redirect_uri must equal it exactly, except that a `public` application\'s http://127.0.0.1 or http://[::1] callback matches on any port (RFC 8252). Changing it ends every user\'s authorization of the application: each must authorize it again.',
-  );
+  )
+  .meta({ format: 'uri' });
 
 /**
  * RFC 8252 §8.3: a native application's loopback callback names the loopback address (127.0.0.1
@@ -134,7 +136,7 @@ const MAX_SIGN_OUT_URLS = 10;
  * The length of each is checked with the others (the document states it as the items' maxLength).
  */
 const signOutRedirectURLs = z
-  .array(z.string().trim().meta({ maxLength: MAX_URL_LENGTH }), { error: 'signOutRedirectURLs must be a list of URLs' })
+  .array(z.string().trim().meta({ maxLength: MAX_URL_LENGTH, format: 'uri' }), { error: 'signOutRedirectURLs must be a list of URLs' })
   .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
   .superRefine((urls, ctx) => {
     urls.forEach((url, i) => {
