@@ -151,6 +151,8 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
     },
   );
+  // An edit that changes nothing is no change: updatedAt stays, and the audit log records nothing.
+  if (Object.keys(changes).length === 0) return app;
   const callbackChanged = fields.callback_url !== app.callback_url;
   const endGrants = async () => {
     // A caller without the token storage (the CLI's switches) never changes the callback.

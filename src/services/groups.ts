@@ -200,6 +200,8 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
     },
     { name: data.name, description: data.description, visibilityLevel: data.visibilityLevel, requireTwoFactor, personalTokenMaxLifetimeDays: capInWords(cap) },
   );
+  // An edit that changes nothing is no change: updatedAt stays, and the audit log records nothing.
+  if (Object.keys(changes).length === 0) return;
   const update = () =>
     db.transaction(async (trx) => {
       const at = now();

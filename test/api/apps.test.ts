@@ -184,6 +184,20 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect((await api(token, 'GET', `/oauth-apps/${app.clientID}`)).body.data.updatedAt).to.equal(res.body.data.updatedAt);
     });
 
+    it('leaves updatedAt and the audit log alone on an edit that changes nothing', async () => {
+      const { group, token } = await owned();
+      const app = await created(token, group.id, { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/bye'] });
+      const before = (await api(token, 'GET', `/oauth-apps/${app.clientID}`)).body.data;
+      const audit = await count('audit_events', { group_id: group.id });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const body of [{}, { name: VALID.name, callbackURL: CALLBACK, signOutRedirectURLs: ['https://deploy.example.test/bye'], deviceFlow: false }]) {
+        const res = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, body);
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.data).to.deep.equal(before);
+      }
+      expect(await count('audit_events', { group_id: group.id })).to.equal(audit);
+    });
+
     it('deletes an application: 204, then 404', async () => {
       const { group, token } = await owned();
       const app = await created(token, group.id);

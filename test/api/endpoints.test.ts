@@ -117,6 +117,24 @@ describeEachProfile('API endpoints', (profile) => {
     }
   });
 
+  describe('PATCH /apis/v2/groups/{id}', () => {
+    it('leaves updatedAt and the audit log alone on an edit that changes nothing', async () => {
+      const owner = await makeUser(idp.db);
+      const group = await makeGroup(idp.db, owner.id);
+      const token = await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] });
+      const before = (await call(idp, `/apis/v2/groups/${group.id}`, { token })).body.data;
+      const audit = () => idp.db('audit_events').where({ group_id: group.id }).count({ n: '*' }).first().then((r) => Number((r as { n: number | string }).n));
+      const entries = await audit();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const body of [{}, { name: before.name, description: before.description, visibilityLevel: before.visibilityLevel, requireTwoFactor: false, personalTokenMaxLifetimeDays: null }]) {
+        const res = await call(idp, `/apis/v2/groups/${group.id}`, { token, method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.data).to.deep.equal(before);
+      }
+      expect(await audit()).to.equal(entries);
+    });
+  });
+
   describe('routes and methods', () => {
     it('answers an unknown route under /apis/v2 with a JSON 404, signed in or not', async () => {
       for (const token of [pat, undefined]) {
