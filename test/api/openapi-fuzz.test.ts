@@ -83,7 +83,7 @@ function text(s: Json, valid: boolean): fc.Arbitrary<string> {
     return probing(valid, fc.constantFrom(...GOOD_URLS), fc.constantFrom(...BAD_URLS), fc.webUrl({ withFragments: true, withQueryParameters: true }), withControl);
   }
   if (typeof s.pattern === 'string') {
-    return probing(valid, fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= min && v.length <= max), fc.string({ maxLength: 10 }));
+    return probing(valid, fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= min && v.length <= max), fc.string({ maxLength: 10 }), withControl);
   }
   // Words, so that a valid one is not all spaces (which a trimmed field reads as empty).
   const words = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 .,'-]{0,29}$/).filter((v) => v.length >= min && v.length <= max);
@@ -150,7 +150,8 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
       const bodySchema = operation.requestBody?.content?.['application/json']?.schema as Json | undefined;
       const request = fc.record({
         path: fc.record(Object.fromEntries(parameters.filter((p) => p.in === 'path').map((p) => [p.name as string, pathValue(p)]))),
-        query: fc.record(Object.fromEntries(parameters.filter((p) => p.in === 'query').map((p) => [p.name as string, queryValue(p)])), { requiredKeys: [] }),
+        // The documented parameters, and now and then one the operation does not take (any operation's query is checked at the edge).
+        query: fc.record({ ...Object.fromEntries(parameters.filter((p) => p.in === 'query').map((p) => [p.name as string, queryValue(p)])), extra: fc.oneof(withControl, fc.string({ maxLength: 8 })) }, { requiredKeys: [] }),
         body: bodySchema
           ? fc.oneof(
               { weight: 4, arbitrary: valueOf(bodySchema, 0, true) },
