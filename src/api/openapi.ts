@@ -69,6 +69,18 @@ const EDGE_PROBLEM = 'or the path, a query parameter or a cookie holds a control
 /** A 400 of an operation, saying what of its own input can be wrong. */
 const invalid = (what: string) => errorResponse(`${what}, ${EDGE_PROBLEM} (error_description names it)`);
 
+/** Where a token stands against its allowance (GitHub's headers): on every answer once the token is counted. */
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': integerHeader('Requests the token may make per window'),
+  'X-RateLimit-Remaining': integerHeader('Requests left in the current window'),
+  'X-RateLimit-Used': integerHeader('Requests made in the current window'),
+  'X-RateLimit-Reset': integerHeader('When the window resets, in seconds since the Unix epoch'),
+};
+/** The same on the other answers to a token: sent once the token is known, unless the limit is off. */
+const optionalRateLimitHeaders = Object.fromEntries(
+  Object.entries(rateLimitHeaders).map(([name, header]) => [name, { ...header, required: false, description: `${header.description}; on every answer to a known token unless \`RATE_LIMIT_API_TOKEN\` is off` }]),
+);
+
 /**
  * The answers any operation may give whatever it does, written once in the components and
  * referred to by every operation (`withSharedResponses`): a 400 from the edge check, a 429 past
@@ -78,13 +90,7 @@ const sharedResponses = {
   BadRequest: invalid('A parameter is invalid'),
   TooManyRequests: errorResponse(
     'The token has made as many requests as its limit allows in the current window (`RATE_LIMIT_API_TOKEN`, counted per token); error_description names the limit, its window and the wait',
-    {
-      'Retry-After': integerHeader('Seconds until the window resets'),
-      'X-RateLimit-Limit': integerHeader('Requests the token may make per window'),
-      'X-RateLimit-Remaining': integerHeader('Requests left in the current window'),
-      'X-RateLimit-Used': integerHeader('Requests made in the current window'),
-      'X-RateLimit-Reset': integerHeader('When the window resets, in seconds since the Unix epoch'),
-    },
+    { 'Retry-After': integerHeader('Seconds until the window resets'), ...rateLimitHeaders },
   ),
   ServiceUnavailable: errorResponse('Storage (the database or Redis) is unreachable (`temporarily_unavailable`); try again after Retry-After seconds', {
     'Retry-After': integerHeader(`Seconds to wait before trying again (${OUTAGE_RETRY_AFTER_S})`),
@@ -391,14 +397,22 @@ type Operation = { security?: unknown[]; responses: Record<string, unknown> };
 /**
  * Every operation refers to the shared 400 (unless it describes its own), 429 (a token's
  * allowance: the operations that take one; an operation without a token describes its own) and
- * 503.
+ * 503. The answers of an operation that takes a token, but for a 401 (no known token), say
+ * where the token stands.
  */
 function withSharedResponses<T extends Record<string, Record<string, Operation>>>(paths: T): T {
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
       const { responses } = operation;
+      const counted = operation.security?.length !== 0;
+      for (const [status, response] of Object.entries(responses)) {
+        if (!counted || status === '401') continue;
+        const { headers, ...rest } = response as { headers?: object };
+        // A copy: the same response object serves several operations.
+        responses[status] = { ...rest, headers: { ...headers, ...optionalRateLimitHeaders } };
+      }
       responses[400] ??= shared('BadRequest');
-      if (operation.security?.length !== 0) responses[429] ??= shared('TooManyRequests');
+      if (counted) responses[429] ??= shared('TooManyRequests');
       responses[503] ??= shared('ServiceUnavailable');
     }
   }

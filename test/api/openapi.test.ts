@@ -73,6 +73,11 @@ describeEachProfile('API OpenAPI document', (profile) => {
       expect(headersOf('429', operation), name).to.include('Retry-After');
       if (operation.security?.length === 0) continue;
       expect(operation.responses['429'], name).to.deep.equal({ $ref: '#/components/responses/TooManyRequests' });
+      // Every answer to a known token says where it stands; a 401 knows no token.
+      for (const [status, response] of Object.entries(operation.responses as Json)) {
+        if (status === '401' || response.$ref) continue;
+        expect(Object.keys(response.headers ?? {}), `${name} ${status}`).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']);
+      }
     }
     expect(Object.keys(doc.components.responses.TooManyRequests.headers)).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']);
   });
