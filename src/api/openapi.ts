@@ -92,6 +92,10 @@ const sharedResponses = {
     'The token has made as many requests as its limit allows in the current window (`RATE_LIMIT_API_TOKEN`, counted per token); error_description names the limit, its window and the wait',
     { 'Retry-After': integerHeader('Seconds until the window resets'), ...rateLimitHeaders },
   ),
+  // A body is read (so may be too large) by the operations that take one; one of another type
+  // is refused on every operation, one that takes none too (a DELETE may carry one).
+  PayloadTooLarge: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
+  UnsupportedMediaType: errorResponse('The request body is not application/json'),
   ServiceUnavailable: errorResponse('Storage (the database or Redis) is unreachable (`temporarily_unavailable`); try again after Retry-After seconds', {
     'Retry-After': integerHeader(`Seconds to wait before trying again (${OUTAGE_RETRY_AFTER_S})`),
   }),
@@ -127,10 +131,6 @@ const personalOwnerAuthErrors = {
   ),
 };
 const PERSONAL = 'Scope `groups:read-write`, with a personal access token (`ha_`) of an owner: an OAuth access token (`ho_`) is refused (403 `personal_token_required`) whatever its scope.';
-const bodyErrors = {
-  413: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
-  415: errorResponse('The request body is not application/json'),
-};
 /** A JSON request body; its text fields state that control characters are refused, as the API's body check does. */
 const jsonBody = (schema: z.ZodType, description: string, required = false, refusesControlCharacters = true) => {
   const json = jsonSchema(schema, 'input');
@@ -230,7 +230,6 @@ export function openApiDocument(issuer: string) {
             400: invalid('The id, or a field, is of the wrong type, unknown or invalid'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
-            ...bodyErrors,
           },
         },
         delete: {
@@ -273,7 +272,6 @@ export function openApiDocument(issuer: string) {
             400: invalid('A field is missing, of the wrong type, unknown or invalid'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
-            ...bodyErrors,
           },
         },
       },
@@ -300,7 +298,6 @@ export function openApiDocument(issuer: string) {
             400: invalid('A field is of the wrong type, unknown or invalid'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
-            ...bodyErrors,
           },
         },
         delete: {
@@ -342,7 +339,6 @@ export function openApiDocument(issuer: string) {
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
             409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets (revoke one first), or it is a public application`),
-            ...bodyErrors,
           },
         },
       },
@@ -371,7 +367,6 @@ export function openApiDocument(issuer: string) {
             202: jsonResponse('Received; the same answer whatever the values were', ReportAccepted),
             400: invalid('The body is not an object with `credentials`: an array of 1 to 1,000 strings'),
             429: errorResponse('Too many reports from this address', { 'Retry-After': textHeader('Seconds until the address may report again') }),
-            ...bodyErrors,
           },
         },
       },
@@ -392,12 +387,12 @@ export function openApiDocument(issuer: string) {
   return withComponentSchemas(document);
 }
 
-type Operation = { security?: unknown[]; responses: Record<string, unknown> };
+type Operation = { security?: unknown[]; requestBody?: unknown; responses: Record<string, unknown> };
 
 /**
- * Every operation refers to the shared 400 (unless it describes its own), 429 (a token's
- * allowance: the operations that take one; an operation without a token describes its own) and
- * 503. The answers of an operation that takes a token, but for a 401 (no known token), say
+ * Every operation refers to the shared 400 (unless it describes its own), 413 (if it takes a
+ * body), 415 (whether or not it takes one), 429 (a token's allowance: the operations that
+ * take one; an operation without a token describes its own) and 503. The answers of an operation that takes a token, but for a 401 (no known token), say
  * where the token stands.
  */
 function withSharedResponses<T extends Record<string, Record<string, Operation>>>(paths: T): T {
@@ -412,6 +407,8 @@ function withSharedResponses<T extends Record<string, Record<string, Operation>>
         responses[status] = { ...rest, headers: { ...headers, ...optionalRateLimitHeaders } };
       }
       responses[400] ??= shared('BadRequest');
+      if (operation.requestBody) responses[413] ??= shared('PayloadTooLarge');
+      responses[415] ??= shared('UnsupportedMediaType');
       if (counted) responses[429] ??= shared('TooManyRequests');
       responses[503] ??= shared('ServiceUnavailable');
     }

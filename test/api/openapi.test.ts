@@ -63,11 +63,12 @@ describeEachProfile('API OpenAPI document', (profile) => {
   const operationsOf = (document: Json) =>
     Object.entries(document.paths as Json).flatMap(([path, operations]) => Object.entries(operations as Json).map(([method, operation]) => ({ path, method, operation: operation as Json })));
 
-  it('documents 400, 429 and 503 on every operation, each once in the components', () => {
+  it('documents 400, 415, 429 and 503 on every operation (413 on those that take a body), each once in the components', () => {
     const headersOf = (status: string, operation: Json) => Object.keys((inlineRefs(operation.responses[status], doc) as Json).headers ?? {});
     for (const { path, method, operation } of operationsOf(doc)) {
       const name = `${method.toUpperCase()} ${path}`;
-      for (const status of ['400', '429', '503']) expect(operation.responses[status], `${name} documents ${status}`).to.be.an('object');
+      for (const status of ['400', '415', '429', '503']) expect(operation.responses[status], `${name} documents ${status}`).to.be.an('object');
+      if (operation.requestBody) expect(operation.responses['413'], `${name} documents 413`).to.be.an('object');
       expect(operation.responses['503'], name).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
       expect(headersOf('503', operation), name).to.include('Retry-After');
       expect(headersOf('429', operation), name).to.include('Retry-After');
@@ -251,6 +252,7 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'an unknown application', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 404 },
       { name: 'a new public application', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, type: 'public' }, status: 201 },
       { name: 'all user tokens revoked', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.app}/grants`, token: () => fixture.owner, status: 204 },
+      { name: 'a text body, which no operation takes', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.app}/grants`, token: () => fixture.owner, body: 'x', contentType: 'text/plain', status: 415 },
       { name: 'a member, not an owner', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.memberApp}/grants`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'a new secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.app}/secrets`, token: () => fixture.owner, status: 201 },
       { name: 'a third secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.fullApp}/secrets`, token: () => fixture.owner, status: 409 },
