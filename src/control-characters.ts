@@ -14,6 +14,16 @@ const CONTROL_BUT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/
 // checked by the URL rules, which refuse any control character left in it).
 const MULTI_LINE_FIELDS = new Set(['description', 'signOutRedirectURLs']);
 
+/**
+ * What a field refuses, in words, for a document that describes the field (the API's OpenAPI
+ * document): the same rule `hasControlCharacter` applies to it.
+ */
+export function controlCharacterRule(field: string): string {
+  return MULTI_LINE_FIELDS.has(field)
+    ? 'Control characters (U+0000–U+001F, U+007F) other than tab, line feed and carriage return are refused (400).'
+    : 'Control characters (U+0000–U+001F, U+007F) are refused (400).';
+}
+
 export function hasControlCharacter(value: string, multiLine = false): boolean {
   return (multiLine ? CONTROL_BUT_LINE_BREAKS : ANY_CONTROL).test(value);
 }

@@ -103,3 +103,21 @@ export function inWords(seconds: number): string {
   const s = Math.max(1, Math.ceil(seconds));
   return `in ${s} second${s === 1 ? '' : 's'}`;
 }
+
+const WINDOW_UNITS: Array<[number, string]> = [[86_400, 'day'], [3600, 'hour'], [60, 'minute'], [1, 'second']];
+
+/** A limit's window as it is configured ("1 hour", "15 minutes", "90 seconds"): its largest whole unit. */
+export function windowInWords(seconds: number): string {
+  const [size, unit] = WINDOW_UNITS.find(([size]) => seconds % size === 0) ?? [1, 'second'];
+  const count = seconds / size;
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The refusal of a request past a counted limit, naming the limit as configured and the wait the
+ * Retry-After header gives: "Too many requests: at most 5000 per 1 hour; retry after 120 seconds."
+ */
+export function tooManyRequests(what: string, limit: { points: number; durationS: number }, retryAfterS: number): RetryLaterError {
+  const wait = `${retryAfterS} second${retryAfterS === 1 ? '' : 's'}`;
+  return new RetryLaterError(429, 'rate_limited', `${what}: at most ${limit.points} per ${windowInWords(limit.durationS)}; retry after ${wait}.`, retryAfterS);
+}

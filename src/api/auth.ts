@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Scope } from '../vocabulary.js';
 import { digest, isWellFormedToken } from '../tokens.js';
-import { AppError, inWords, RetryLaterError } from '../errors.js';
+import { AppError, tooManyRequests } from '../errors.js';
 import { bearerTokens, type TokenOwner } from '../services/bearer-tokens.js';
 import type { DpopReplay } from '../services/dpop-replay.js';
 import type { ApiVerdict, Limits } from '../services/limits.js';
@@ -111,7 +111,7 @@ function applyAllowance(ctx: Context, verdict: ApiVerdict): void {
   res.setHeader('X-RateLimit-Used', String(allowance.used));
   res.setHeader('X-RateLimit-Reset', String(allowance.resetAt));
   if (!verdict.allowed) {
-    throw new RetryLaterError(429, 'rate_limited', `this token has made ${allowance.limit} requests this hour, its limit; try again ${inWords(verdict.retryAfterS)}`, verdict.retryAfterS);
+    throw tooManyRequests('Too many requests', { points: allowance.limit, durationS: allowance.windowS }, verdict.retryAfterS);
   }
 }
 

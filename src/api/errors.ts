@@ -29,6 +29,13 @@ export function apiErrors(onFault: (err: unknown, ctx: Context) => void) {
   return async function jsonErrors(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
+      // The router answers a method it has no routes for at all (TRACE, PROPFIND) with a text
+      // 501; to a client it is the same mistake as PUT on a read-only path: a 405 naming what
+      // the path allows, or a 404 where nothing is.
+      if (ctx.status === 501 && !ctx.body) {
+        ctx.status = ctx.response.get('Allow') ? 405 : 404;
+        if (ctx.status === 404) ctx.remove('Allow');
+      }
       if (ctx.status === 404 && ctx.body === undefined) {
         fail(ctx, 404, 'not_found', `no such endpoint: ${ctx.method} ${ctx.path}`);
       } else if (ctx.status === 405 && !ctx.body) {

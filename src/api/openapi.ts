@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import { controlCharacterRule } from '../control-characters.js';
 import { clientId, recordIdText } from '../ids.js';
 import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
 import { groupJson } from '../presenters/group.js';
 import { apiUserJson } from '../presenters/user.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
+import { OUTAGE_RETRY_AFTER_S } from '../storage.js';
 import * as rules from '../services/rules.js';
 import { credentialReport, MAX_REPORTED } from '../services/leaked-credentials.js';
 import { groupChanges } from './groups/routes.js';
@@ -20,16 +22,18 @@ import { pageOf } from './pagination.js';
 
 // The document's components: a schema that holds one of these refers to it by name.
 const ErrorBody = errorJson.meta({ id: 'Error' });
-const Group = groupJson.required({ role: true }).meta({ id: 'Group' });
+// Names, paths and usernames as the rules that admit them state them (lengths, patterns).
+const Group = groupJson.extend({ name: rules.name, path: rules.groupPath }).required({ role: true }).meta({ id: 'Group' });
 const ClientSecret = secretJson.meta({ id: 'ClientSecret' });
 const secrets = z.array(ClientSecret).max(MAX_ACTIVE_SECRETS);
-const OAuthApp = appJson.meta({ id: 'OAuthApp' });
-const OAuthAppWithSecrets = appJson
+const namedApp = appJson.extend({ name: rules.name });
+const OAuthApp = namedApp.meta({ id: 'OAuthApp' });
+const OAuthAppWithSecrets = namedApp
   .extend({ secrets, authorizedUsers: z.int().min(0).describe('How many users have authorized the application (and hold a grant of it)') })
   .meta({ id: 'OAuthAppWithSecrets' });
-const CreatedOAuthApp = createdAppJson.extend({ secrets }).meta({ id: 'CreatedOAuthApp' });
+const CreatedOAuthApp = createdAppJson.extend({ name: rules.name, secrets }).meta({ id: 'CreatedOAuthApp' });
 const NewClientSecret = newSecretJson.meta({ id: 'NewClientSecret' });
-const User = apiUserJson.meta({ id: 'User' });
+const User = apiUserJson.extend({ username: rules.username.optional().describe(apiUserJson.shape.username.description ?? '') }).meta({ id: 'User' });
 const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
 const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
 const GroupChanges = groupChanges.meta({ id: 'GroupChanges' });
@@ -58,6 +62,45 @@ const jsonResponse = (description: string, body: z.ZodType, headers: object = {}
 });
 const errorResponse = (description: string, headers: object = {}) => jsonResponse(description, ErrorBody, headers);
 const noContent = (description: string) => ({ description, headers: requestIdHeader });
+const integerHeader = (description: string) => ({ schema: { type: 'integer' }, description });
+
+/** The edge check of every request runs before any route, so any operation may answer it with a 400. */
+const EDGE_PROBLEM = 'or the path, a query parameter or a cookie holds a control character';
+/** A 400 of an operation, saying what of its own input can be wrong. */
+const invalid = (what: string) => errorResponse(`${what}, ${EDGE_PROBLEM} (error_description names it)`);
+
+/** Where a token stands against its allowance (GitHub's headers): on every answer once the token is counted. */
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': integerHeader('Requests the token may make per window'),
+  'X-RateLimit-Remaining': integerHeader('Requests left in the current window'),
+  'X-RateLimit-Used': integerHeader('Requests made in the current window'),
+  'X-RateLimit-Reset': integerHeader('When the window resets, in seconds since the Unix epoch'),
+};
+/** The same on the other answers to a token: sent once the token is known, unless the limit is off. */
+const optionalRateLimitHeaders = Object.fromEntries(
+  Object.entries(rateLimitHeaders).map(([name, header]) => [name, { ...header, required: false, description: `${header.description}; on every answer to a known token unless \`RATE_LIMIT_API_TOKEN\` is off` }]),
+);
+
+/**
+ * The answers any operation may give whatever it does, written once in the components and
+ * referred to by every operation (`withSharedResponses`): a 400 from the edge check, a 429 past
+ * the token's allowance, a 503 while storage is unreachable.
+ */
+const sharedResponses = {
+  BadRequest: invalid('A parameter is invalid'),
+  TooManyRequests: errorResponse(
+    'The token has made as many requests as its limit allows in the current window (`RATE_LIMIT_API_TOKEN`, counted per token); error_description names the limit, its window and the wait',
+    { 'Retry-After': integerHeader('Seconds until the window resets'), ...rateLimitHeaders },
+  ),
+  // A body is read (so may be too large) by the operations that take one; one of another type
+  // is refused on every operation, one that takes none too (a DELETE may carry one).
+  PayloadTooLarge: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
+  UnsupportedMediaType: errorResponse('The request body is not application/json'),
+  ServiceUnavailable: errorResponse('Storage (the database or Redis) is unreachable (`temporarily_unavailable`); try again after Retry-After seconds', {
+    'Retry-After': integerHeader(`Seconds to wait before trying again (${OUTAGE_RETRY_AFTER_S})`),
+  }),
+};
+const shared = (name: keyof typeof sharedResponses) => ({ $ref: `#/components/responses/${name}` });
 const pageResponse = (description: string, item: z.ZodType) => jsonResponse(description, pageOf(item), { Link: textHeader() });
 
 /** Why a member is refused a group's routes whatever their role: the token, or the group's own rules. */
@@ -92,15 +135,26 @@ const personalOwnerAuthErrors = {
   ),
 };
 const PERSONAL = 'Scope `groups:read-write`, with a personal access token (`ha_`) of an owner: an OAuth access token (`ho_`) is refused (403 `personal_token_required`) whatever its scope.';
-const bodyErrors = {
-  413: errorResponse(`The request body is larger than ${MAX_BODY_KIB} KiB`),
-  415: errorResponse('The request body is not application/json'),
+/** A JSON request body; its text fields state that control characters are refused, as the API's body check does. */
+const jsonBody = (schema: z.ZodType, description: string, required = false, refusesControlCharacters = true) => {
+  const json = jsonSchema(schema, 'input');
+  if (refusesControlCharacters) stateControlCharacterRule(json);
+  return { required, description, content: { 'application/json': { schema: json } } };
 };
-const jsonBody = (schema: z.ZodType, description: string, required = false) => ({
-  required,
-  description,
-  content: { 'application/json': { schema: jsonSchema(schema, 'input') } },
-});
+
+/** Appends the control-character rule to the description of every text (or list of text) property, at any depth. */
+function stateControlCharacterRule(node: unknown): void {
+  if (!node || typeof node !== 'object') return;
+  const { properties } = node as { properties?: Record<string, { type?: string; enum?: unknown; items?: { type?: string }; description?: string }> };
+  for (const [name, property] of Object.entries(properties ?? {})) {
+    // Free text only: a value of an enum is refused for anything else already.
+    const text = (property.type === 'string' && !property.enum) || (property.type === 'array' && property.items?.type === 'string');
+    if (!text) continue;
+    const said = property.description?.replace(/([^.])$/, '$1.');
+    property.description = [said, controlCharacterRule(name)].filter(Boolean).join(' ');
+  }
+  for (const child of Object.values(node)) stateControlCharacterRule(child);
+}
 
 const parameter = (name: string, where: 'path' | 'query', schema: z.ZodType, description?: string) => ({
   name,
@@ -136,8 +190,9 @@ export function openApiDocument(issuer: string) {
             '`ho_` OAuth access token or `ha_` personal access token. An `ho_` token bound to a DPoP key (RFC 9449; `token_type: DPoP` at the token endpoint) is sent instead as `Authorization: DPoP <token>` with a `DPoP` proof header for the request, which this page cannot make.',
         },
       },
+      responses: sharedResponses,
     },
-    paths: {
+    paths: withSharedResponses({
       '/groups': {
         get: {
           operationId: 'listGroups',
@@ -145,11 +200,11 @@ export function openApiDocument(issuer: string) {
           description: 'Scope `groups:read-only` (or `groups:read-write`). Ascending `id`. Sends an RFC 8288 `Link` header with first, prev, next and last.',
           parameters: [
             ...pageParams,
-            parameter('filter', 'query', rules.queryText('filter', rules.MAX_FILTER_LENGTH), 'Case-insensitive match on name or path'),
+            parameter('filter', 'query', rules.queryText('filter', rules.MAX_FILTER_LENGTH), `Case-insensitive match on name or path. ${controlCharacterRule('filter')}`),
           ],
           responses: {
             200: pageResponse('One page of groups', Group),
-            400: errorResponse('A pagination or filter parameter is invalid (the description names it)'),
+            400: invalid('A pagination or filter parameter is invalid'),
             ...authErrors,
           },
         },
@@ -162,7 +217,7 @@ export function openApiDocument(issuer: string) {
           parameters: [groupIdParam],
           responses: {
             200: jsonResponse('The group', data(Group)),
-            400: errorResponse('The id is not a positive integer'),
+            400: invalid('The id is not a positive integer'),
             ...authErrors,
             404: errorResponse('No such group, or the user is not a member'),
           },
@@ -176,10 +231,9 @@ export function openApiDocument(issuer: string) {
           requestBody: jsonBody(GroupChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
             200: jsonResponse('The group as it is now', data(Group)),
-            400: errorResponse('The id, or a field, is of the wrong type, unknown or invalid (the description names it)'),
+            400: invalid('The id, or a field, is of the wrong type, unknown or invalid'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
-            ...bodyErrors,
           },
         },
         delete: {
@@ -190,7 +244,7 @@ export function openApiDocument(issuer: string) {
           parameters: [groupIdParam],
           responses: {
             204: noContent('Deleted'),
-            400: errorResponse('The id is not a positive integer'),
+            400: invalid('The id is not a positive integer'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
           },
@@ -224,7 +278,7 @@ export function openApiDocument(issuer: string) {
           parameters: [groupIdParam, ...pageParams],
           responses: {
             200: pageResponse('One page of applications', OAuthApp),
-            400: errorResponse('The id or a pagination parameter is invalid (the description names it)'),
+            400: invalid('The id or a pagination parameter is invalid'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
           },
@@ -239,10 +293,9 @@ export function openApiDocument(issuer: string) {
             201: jsonResponse('The application, with its client secret shown once', data(CreatedOAuthApp), {
               Location: textHeader('The application\'s URL in this API'),
             }),
-            400: errorResponse('A field is missing, of the wrong type, unknown or invalid (the description names it)'),
+            400: invalid('A field is missing, of the wrong type, unknown or invalid'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
-            ...bodyErrors,
           },
         },
       },
@@ -266,10 +319,9 @@ export function openApiDocument(issuer: string) {
           requestBody: jsonBody(OAuthAppChanges, 'The fields to change; an unknown field is a 400'),
           responses: {
             200: jsonResponse('The application as it is now', data(OAuthAppWithSecrets)),
-            400: errorResponse('A field is of the wrong type, unknown or invalid (the description names it)'),
+            400: invalid('A field is of the wrong type, unknown or invalid'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
-            ...bodyErrors,
           },
         },
         delete: {
@@ -307,11 +359,10 @@ export function openApiDocument(issuer: string) {
           requestBody: jsonBody(rules.newSecret, 'Nothing, or an empty object'),
           responses: {
             201: jsonResponse('The secret, shown this once', data(NewClientSecret)),
-            400: errorResponse('The body has a field (none is taken)'),
+            400: invalid('The body has a field (none is taken)'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application, or the caller is not a member of its group'),
             409: errorResponse(`The application already holds ${MAX_ACTIVE_SECRETS} active secrets (revoke one first), or it is a public application`),
-            ...bodyErrors,
           },
         },
       },
@@ -323,7 +374,7 @@ export function openApiDocument(issuer: string) {
           parameters: [clientIdParam, parameter('secretID', 'path', recordIdText)],
           responses: {
             204: noContent('Revoked'),
-            400: errorResponse('The secretID is not a positive integer'),
+            400: invalid('The secretID is not a positive integer'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application or secret, or the caller is not a member of the group'),
           },
@@ -335,12 +386,11 @@ export function openApiDocument(issuer: string) {
           summary: 'Report credentials found in public; the live ones are revoked',
           description: `No token: anyone (a secret scanner) may report. Each value is trimmed of the whitespace around it and checked for its checksum first; anything that is not then a well-formed token (control characters included) is ignored and never looked up. The well-formed values are looked up with one storage read per kind. Each live one is revoked at once: an \`ha_\` personal access token (its user sees why in Account settings → Access tokens), an \`hs_\` client secret (recorded in its group's audit log; the application keeps any other secret), an \`ho_\` access token, or an \`hr_\` refresh token with its whole grant (recorded in the application's group's audit log). The answer is the same whatever was sent: live, already revoked, malformed or unknown. At most ${MAX_REPORTED} values a request; requests are limited per client address, an IPv6 client by its /64 (\`RATE_LIMIT_CREDENTIAL_REPORTS_IP\`).`,
           security: [],
-          requestBody: jsonBody(credentialReport, 'The values found', true),
+          requestBody: jsonBody(credentialReport, 'The values found', true, false),
           responses: {
             202: jsonResponse('Received; the same answer whatever the values were', ReportAccepted),
-            400: errorResponse('The body is not an object with `credentials`: an array of 1 to 1,000 strings (the description names the field)'),
+            400: invalid('The body is not an object with `credentials`: an array of 1 to 1,000 strings'),
             429: errorResponse('Too many reports from this address', { 'Retry-After': textHeader('Seconds until the address may report again') }),
-            ...bodyErrors,
           },
         },
       },
@@ -356,9 +406,38 @@ export function openApiDocument(issuer: string) {
           },
         },
       },
-    },
+    }),
   };
   return withComponentSchemas(document);
+}
+
+type Operation = { security?: unknown[]; requestBody?: unknown; responses: Record<string, unknown> };
+
+/**
+ * Every operation refers to the shared 400 (unless it describes its own), 413 (if it takes a
+ * body), 415 (whether or not it takes one), 429 (a token's allowance: the operations that
+ * take one; an operation without a token describes its own) and 503. The answers of an operation that takes a token, but for a 401 (no known token), say
+ * where the token stands.
+ */
+function withSharedResponses<T extends Record<string, Record<string, Operation>>>(paths: T): T {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const { responses } = operation;
+      const counted = operation.security?.length !== 0;
+      for (const [status, response] of Object.entries(responses)) {
+        if (!counted || status === '401') continue;
+        const { headers, ...rest } = response as { headers?: object };
+        // A copy: the same response object serves several operations.
+        responses[status] = { ...rest, headers: { ...headers, ...optionalRateLimitHeaders } };
+      }
+      responses[400] ??= shared('BadRequest');
+      if (operation.requestBody) responses[413] ??= shared('PayloadTooLarge');
+      responses[415] ??= shared('UnsupportedMediaType');
+      if (counted) responses[429] ??= shared('TooManyRequests');
+      responses[503] ??= shared('ServiceUnavailable');
+    }
+  }
+  return paths;
 }
 
 /**

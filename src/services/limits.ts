@@ -11,7 +11,7 @@ import {
 } from 'rate-limiter-flexible';
 import type { Config, RateLimit } from '../config.js';
 import { RATE_LIMITS_TABLE } from '../db/rate-limits.js';
-import { inWords, RetryLaterError } from '../errors.js';
+import { inWords, RetryLaterError, tooManyRequests } from '../errors.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import type { RedisClient } from '../storage.js';
 
@@ -51,6 +51,8 @@ const CLIENT_AUTH_RETRY_MS = 20;
 
 export interface ApiAllowance {
   limit: number;
+  /** The window `limit` counts over, in seconds. */
+  windowS: number;
   remaining: number;
   used: number;
   /** When the window resets, in seconds since the epoch. */
@@ -135,6 +137,8 @@ export interface SignInAttempt {
 interface Counter {
   limiter: RateLimiterAbstract;
   points: number;
+  /** The window the points are counted over, in seconds. */
+  durationS: number;
 }
 
 /**
@@ -179,7 +183,7 @@ export class Limits {
     this.redis = redis;
     const limits = config.rateLimits;
     const make = (name: string, limit: RateLimit) => store({ keyPrefix: name, points: limit.points, duration: limit.durationS });
-    const counter = (name: string, limit: RateLimit): Counter => ({ limiter: make(name, limit), points: limit.points });
+    const counter = (name: string, limit: RateLimit): Counter => ({ limiter: make(name, limit), points: limit.points, durationS: limit.durationS });
     if (limits.signinAccountIp) {
       this.signinAccountIp = {
         failures: make('signin-account-ip', limits.signinAccountIp),
@@ -317,10 +321,7 @@ export class Limits {
     const taken = await consume(this.credentialReportsIp.limiter, key(addressKey(ip)));
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
-      throw this.refused(
-        'credential-reports-ip',
-        new RetryLaterError(429, 'rate_limited', `too many credential reports from this address; try again ${inWords(seconds)}`, seconds),
-      );
+      throw this.refused('credential-reports-ip', tooManyRequests('Too many credential reports from this address', this.credentialReportsIp, seconds));
     }
   }
 
@@ -400,7 +401,7 @@ export class Limits {
     const used = Math.min(res.consumedPoints, limit);
     return {
       allowed,
-      allowance: { limit, used, remaining: Math.max(0, limit - used), resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000) },
+      allowance: { limit, windowS: this.apiToken.durationS, used, remaining: Math.max(0, limit - used), resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000) },
       retryAfterS: retryAfterS(res),
     };
   }

@@ -98,7 +98,8 @@ const homepageURL = z
     const url = safeUrl(v);
     return !!url && (url.protocol === 'https:' || url.protocol === 'http:');
   }, 'homepageURL must be an absolute http(s) URL')
-  .describe('An absolute http(s) URL');
+  .describe('An absolute http(s) URL')
+  .meta({ format: 'uri' });
 
 const callbackURL = z
   .string({ error: 'callbackURL is required' })
@@ -110,7 +111,8 @@ const callbackURL = z
   })
   .describe(
     'An absolute URL without a fragment: https, or http only for localhost, 127.0.0.1 or [::1]; a `public` application may not use localhost. The authorize request\'s redirect_uri must equal it exactly, except that a `public` application\'s http://127.0.0.1 or http://[::1] callback matches on any port (RFC 8252). Changing it ends every user\'s authorization of the application: each must authorize it again.',
-  );
+  )
+  .meta({ format: 'uri' });
 
 /**
  * RFC 8252 §8.3: a native application's loopback callback names the loopback address (127.0.0.1
@@ -134,7 +136,7 @@ const MAX_SIGN_OUT_URLS = 10;
  * The length of each is checked with the others (the document states it as the items' maxLength).
  */
 const signOutRedirectURLs = z
-  .array(z.string().trim().meta({ maxLength: MAX_URL_LENGTH }), { error: 'signOutRedirectURLs must be a list of URLs' })
+  .array(z.string().trim().meta({ maxLength: MAX_URL_LENGTH, format: 'uri' }), { error: 'signOutRedirectURLs must be a list of URLs' })
   .max(MAX_SIGN_OUT_URLS, `signOutRedirectURLs may hold at most ${MAX_SIGN_OUT_URLS} URLs`)
   .superRefine((urls, ctx) => {
     urls.forEach((url, i) => {
@@ -247,9 +249,18 @@ export const MAX_FILTER_LENGTH = 100;
  * CLI, and its `problems` let a page show each next to its field.
  */
 export function parse<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
-  const result = schema.safeParse(input);
+  const result = safeParse(schema, input);
   if (result.success) return result.data;
   throw invalidFields(problemsOf(result.error.issues));
+}
+
+/**
+ * A parse whose issues keep the value each is about, so that `problemsOf` can tell a field left
+ * out ("name is required") from one of the wrong type ("name must be a string"). The values stay
+ * in the issues: no message repeats them.
+ */
+export function safeParse<T extends z.ZodType>(schema: T, input: unknown) {
+  return schema.safeParse(input, { reportInput: true });
 }
 
 /** A ValidationError for problems found together (from `problemsOf`, or gathered by a service). */
@@ -279,10 +290,20 @@ function problemOfIssue(issue: z.core.$ZodIssue): FieldProblem {
   const field = issue.path.length ? String(issue.path[0]) : 'body';
   const index = typeof issue.path[1] === 'number' ? issue.path[1] : undefined;
   const named = index === undefined ? field : `${field}[${index}]`;
-  const message = issue.code === 'invalid_type' && issue.input === undefined
-    ? `${named} is required`
-    : issue.code === 'invalid_type'
-      ? `${named} must be a ${issue.expected}`
-      : issue.message;
+  const message = issue.code !== 'invalid_type' ? issue.message : issue.input === undefined ? `${named} is required` : wrongTypeMessage(issue, named);
   return { field, index, problem: problemOf(field, message), message };
+}
+
+/** The JSON types as a message names them. */
+const TYPE_WORDS: Record<string, string> = { string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false', array: 'an array', object: 'an object' };
+
+/**
+ * A value of the wrong type: the schema's own words when they say what this field (or item) must
+ * be ("signOutRedirectURLs must be a list of URLs"), else the type it must be ("name must be a
+ * string", "credentials[2] must be a string"): never "is required", which a schema says of a
+ * field left out, nor zod's default.
+ */
+function wrongTypeMessage(issue: z.core.$ZodIssueInvalidType, named: string): string {
+  const ownWords = issue.message.startsWith(`${named} `) && !issue.message.endsWith(' is required');
+  return ownWords ? issue.message : `${named} must be ${TYPE_WORDS[issue.expected] ?? `a ${issue.expected}`}`;
 }

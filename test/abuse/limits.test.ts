@@ -258,7 +258,10 @@ describeEachProfile('abuse limits', (profile) => {
       expect(refused.status).to.equal(429);
       expect(refused.headers.get('x-ratelimit-remaining')).to.equal('0');
       expect(Number(refused.headers.get('retry-after'))).to.be.within(3500, 3600);
-      expect(((await refused.json()) as { error: string }).error).to.equal('rate_limited');
+      const body = (await refused.json()) as { error: string; error_description: string };
+      expect(body.error).to.equal('rate_limited');
+      // The configured window in words, and the wait the Retry-After header gives.
+      expect(body.error_description).to.equal(`Too many requests: at most 3 per 1 hour; retry after ${refused.headers.get('retry-after')} seconds.`);
       const other = await createAccessToken(idp.db, user.id, { name: 'other', scopes: ['groups:read-only'] });
       expect((await fetch(`${idp.url}/apis/v2/user`, { headers: { authorization: `Bearer ${other.token}` } })).status).to.equal(200);
     });

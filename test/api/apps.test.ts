@@ -184,6 +184,20 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect((await api(token, 'GET', `/oauth-apps/${app.clientID}`)).body.data.updatedAt).to.equal(res.body.data.updatedAt);
     });
 
+    it('leaves updatedAt and the audit log alone on an edit that changes nothing', async () => {
+      const { group, token } = await owned();
+      const app = await created(token, group.id, { ...VALID, signOutRedirectURLs: ['https://deploy.example.test/bye'] });
+      const before = (await api(token, 'GET', `/oauth-apps/${app.clientID}`)).body.data;
+      const audit = await count('audit_events', { group_id: group.id });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const body of [{}, { name: VALID.name, callbackURL: CALLBACK, signOutRedirectURLs: ['https://deploy.example.test/bye'], deviceFlow: false }]) {
+        const res = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, body);
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.data).to.deep.equal(before);
+      }
+      expect(await count('audit_events', { group_id: group.id })).to.equal(audit);
+    });
+
     it('deletes an application: 204, then 404', async () => {
       const { group, token } = await owned();
       const app = await created(token, group.id);
@@ -473,6 +487,16 @@ describeEachProfile('API: OAuth applications', (profile) => {
         'homepageURL must be an absolute http(s) URL; signOutRedirectURLs[0] must be an absolute URL; signOutRedirectURLs[2] must be an absolute URL',
       );
       expect(await count('oauth_apps', { group_id: group.id })).to.equal(1);
+    });
+
+    it('says a field of the wrong type must be of the right one, not that it is required; a list item by its index', async () => {
+      const { group, token } = await owned();
+      const res = await api(token, 'POST', `/groups/${group.id}/oauth-apps`, { ...VALID, name: 0, deviceFlow: 'yes', signOutRedirectURLs: ['https://ok.example.test', 5] });
+      expectApiError(res, 400, 'invalid_request');
+      expect(res.body.error_description).to.equal('name must be a string; signOutRedirectURLs[1] must be a string; deviceFlow must be true or false');
+      const app = await created(token, group.id);
+      const edit = await api(token, 'PATCH', `/oauth-apps/${app.clientID}`, { callbackURL: null, signOutRedirectURLs: 'https://one.example.test' });
+      expect(edit.body.error_description).to.equal('callbackURL must be a string; signOutRedirectURLs must be a list of URLs');
     });
 
     for (const body of ['{"name":', '"Deploy Bot"', 'null', '5']) {

@@ -125,6 +125,7 @@ describeEachProfile('reports of leaked credentials: the per-address limit', (pro
     const refused = await report(idp, [token]);
     expectApiError(refused, 429, 'rate_limited');
     expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 3600);
+    expect(refused.body.error_description).to.equal(`Too many credential reports from this address: at most 2 per 1 hour; retry after ${refused.headers.get('retry-after')} seconds.`);
     expect((await call(idp, '/apis/v2/user', { token })).status, 'the refused report revoked nothing').to.equal(200);
     const invalid = await call(idp, '/apis/v2/credentials/revoke', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
     expect(invalid.status, 'counted before the body is read').to.equal(429);

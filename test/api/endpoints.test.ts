@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import { request } from 'node:http';
 import { addMember } from '../../src/services/groups.js';
-import { call, expectApiError } from '../helpers/api.js';
+import { call, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
@@ -116,6 +117,24 @@ describeEachProfile('API endpoints', (profile) => {
     }
   });
 
+  describe('PATCH /apis/v2/groups/{id}', () => {
+    it('leaves updatedAt and the audit log alone on an edit that changes nothing', async () => {
+      const owner = await makeUser(idp.db);
+      const group = await makeGroup(idp.db, owner.id);
+      const token = await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] });
+      const before = (await call(idp, `/apis/v2/groups/${group.id}`, { token })).body.data;
+      const audit = () => idp.db('audit_events').where({ group_id: group.id }).count({ n: '*' }).first().then((r) => Number((r as { n: number | string }).n));
+      const entries = await audit();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const body of [{}, { name: before.name, description: before.description, visibilityLevel: before.visibilityLevel, requireTwoFactor: false, personalTokenMaxLifetimeDays: null }]) {
+        const res = await call(idp, `/apis/v2/groups/${group.id}`, { token, method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.data).to.deep.equal(before);
+      }
+      expect(await audit()).to.equal(entries);
+    });
+  });
+
   describe('routes and methods', () => {
     it('answers an unknown route under /apis/v2 with a JSON 404, signed in or not', async () => {
       for (const token of [pat, undefined]) {
@@ -136,6 +155,20 @@ describeEachProfile('API endpoints', (profile) => {
       expectApiError(res, 405, 'method_not_allowed');
       expect(res.headers.get('allow')).to.include('GET');
     });
+
+    // fetch() refuses to send TRACE, and Node's HTTP parser answers a method it does not know
+    // (FOO) itself; TRACE and PROPFIND reach the server, so they are sent over plain node:http.
+    for (const method of ['TRACE', 'PROPFIND']) {
+      it(`answers ${method} with a JSON 405 and an Allow header, not a text 501`, async () => {
+        const res = await rawRequest(`${idp.url}/apis/v2/groups/1`, method, pat);
+        expectApiError(res, 405, 'method_not_allowed');
+        expect(res.headers.get('allow')).to.equal('HEAD, GET, PATCH, DELETE');
+        expect(res.body.error_description).to.equal(`${method} is not allowed here; allowed: HEAD, GET, PATCH, DELETE`);
+        const nowhere = await rawRequest(`${idp.url}/apis/v2/no-such-thing`, method, pat);
+        expectApiError(nowhere, 404, 'not_found');
+        expect(nowhere.headers.get('allow')).to.equal(null);
+      });
+    }
 
     it('refuses a non-JSON body with 415 before looking at the route', async () => {
       const res = await call(idp, '/apis/v2/groups/1/oauth-apps', {
@@ -163,3 +196,21 @@ describeEachProfile('API endpoints', (profile) => {
     });
   });
 });
+
+/** One request over node:http, which sends any method a token allows (fetch() refuses TRACE). */
+function rawRequest(url: string, method: string, token: string): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+        resolve({ status: res.statusCode!, headers, text, body: /json/.test(headers.get('content-type') ?? '') && text ? JSON.parse(text) : undefined });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

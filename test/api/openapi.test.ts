@@ -1,78 +1,28 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember, updateGroupSettings } from '../../src/services/groups.js';
-import { call, type ApiResponse } from '../helpers/api.js';
+import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { appAccess, groupAccess, makeApp, makeClient, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
-
-// ajv-formats is CommonJS with a default export; under ESM its function may sit one level down.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- walks arbitrary JSON Schema documents
-type Json = Record<string, any>;
-
-/** Replaces every local `$ref` ("#/…") by what it points at, so each response schema stands alone. */
-function inlineRefs(node: unknown, doc: Json): unknown {
-  if (Array.isArray(node)) return node.map((n) => inlineRefs(n, doc));
-  if (!node || typeof node !== 'object') return node;
-  const ref = (node as Json).$ref;
-  if (typeof ref === 'string') {
-    expect(ref, 'only local references').to.match(/^#\//);
-    const target = ref
-      .slice(2)
-      .split('/')
-      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
-      .reduce<unknown>((at, key) => (at as Json | undefined)?.[key], doc);
-    expect(target, `unresolved ${ref}`).to.be.an('object');
-    return inlineRefs(target, doc);
-  }
-  return Object.fromEntries(Object.entries(node as Json).map(([k, v]) => [k, inlineRefs(v, doc)]));
-}
+import { documentChecker, inlineRefs, strictAjv, type Json } from '../helpers/openapi.js';
 
 describeEachProfile('API OpenAPI document', (profile) => {
   const idp = useIdp(profile);
   let doc: Json;
   let ajv: Ajv2020;
+  /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
+  let expectDocumented: ReturnType<typeof documentChecker>;
 
   before(async () => {
     const res = await call(idp, '/apis/v2/openapi.json');
     expect(res.status).to.equal(200);
     doc = res.body;
-    // strict: an unknown keyword or format in the document is an error, not silently ignored.
-    ajv = new Ajv2020({ strict: true, allErrors: true });
-    addFormats(ajv);
+    ajv = strictAjv();
+    expectDocumented = documentChecker(doc, ajv);
   });
-
-  /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
-  function expectDocumented(method: string, template: string, res: ApiResponse): void {
-    const operation = doc.paths?.[template]?.[method];
-    expect(operation, `${method.toUpperCase()} ${template} is documented`).to.be.an('object');
-    const response = operation.responses[String(res.status)] ?? operation.responses.default;
-    expect(response, `${method.toUpperCase()} ${template} documents status ${res.status} (${res.text})`).to.be.an('object');
-    if (res.status === 204) {
-      expect(res.text, 'a 204 has no body').to.equal('');
-      expect(response.content).to.equal(undefined);
-      for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
-        if (header.required !== false) expect(res.headers.get(name), name).to.be.a('string');
-      }
-      return;
-    }
-    const schema = response.content?.['application/json']?.schema;
-    expect(schema, `a JSON schema for ${res.status}`).to.be.an('object');
-    expect(res.headers.get('content-type')).to.match(/^application\/json/);
-    const validate = ajv.compile(inlineRefs(schema, doc) as Json);
-    const ok = validate(res.body);
-    expect(ok, `${method.toUpperCase()} ${template} ${res.status}: ${ajv.errorsText(validate.errors)}\n${res.text}`).to.equal(true);
-    for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
-      // A header documented with `required: false` is sent in some cases only (its description says which).
-      if (header.required === false) continue;
-      expect(res.headers.get(name), `${method.toUpperCase()} ${template} ${res.status} sends the documented ${name} header`).to.be.a('string');
-    }
-  }
 
   it('serves a document that a real OpenAPI validator accepts', async () => {
     const validator = new Validator();
@@ -95,7 +45,8 @@ describeEachProfile('API OpenAPI document', (profile) => {
   it('has response schemas that compile under JSON Schema 2020-12 in strict mode', () => {
     for (const [path, operations] of Object.entries(doc.paths as Json)) {
       for (const [method, operation] of Object.entries(operations as Json)) {
-        for (const [status, response] of Object.entries((operation as Json).responses as Json)) {
+        for (const [status, documented] of Object.entries((operation as Json).responses as Json)) {
+          const response = inlineRefs(documented, doc) as Json;
           const schema = (response as Json).content?.['application/json']?.schema;
           if (status === '204') {
             expect((response as Json).content, `${method} ${path} 204 has no body`).to.equal(undefined);
@@ -108,17 +59,90 @@ describeEachProfile('API OpenAPI document', (profile) => {
     }
   });
 
+  /** Every operation of the document, with its method and path. */
+  const operationsOf = (document: Json) =>
+    Object.entries(document.paths as Json).flatMap(([path, operations]) => Object.entries(operations as Json).map(([method, operation]) => ({ path, method, operation: operation as Json })));
+
+  it('documents 400, 415, 429 and 503 on every operation (413 on those that take a body), each once in the components', () => {
+    const headersOf = (status: string, operation: Json) => Object.keys((inlineRefs(operation.responses[status], doc) as Json).headers ?? {});
+    for (const { path, method, operation } of operationsOf(doc)) {
+      const name = `${method.toUpperCase()} ${path}`;
+      for (const status of ['400', '415', '429', '503']) expect(operation.responses[status], `${name} documents ${status}`).to.be.an('object');
+      if (operation.requestBody) expect(operation.responses['413'], `${name} documents 413`).to.be.an('object');
+      expect(operation.responses['503'], name).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+      expect(headersOf('503', operation), name).to.include('Retry-After');
+      expect(headersOf('429', operation), name).to.include('Retry-After');
+      if (operation.security?.length === 0) continue;
+      expect(operation.responses['429'], name).to.deep.equal({ $ref: '#/components/responses/TooManyRequests' });
+      // Every answer to a known token says where it stands; a 401 knows no token.
+      for (const [status, response] of Object.entries(operation.responses as Json)) {
+        if (status === '401' || response.$ref) continue;
+        expect(Object.keys(response.headers ?? {}), `${name} ${status}`).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']);
+      }
+    }
+    expect(Object.keys(doc.components.responses.TooManyRequests.headers)).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset']);
+  });
+
+  it('states the rules of URLs, names and text: format uri, the patterns the rules use, control characters refused', () => {
+    const { NewOAuthApp, OAuthAppChanges, GroupChanges, User, Group } = doc.components.schemas;
+    for (const schema of [NewOAuthApp, OAuthAppChanges]) {
+      expect(schema.properties.homepageURL.format).to.equal('uri');
+      expect(schema.properties.callbackURL.format).to.equal('uri');
+      expect(schema.properties.callbackURL.description).to.include('without a fragment').and.include('https, or http only for localhost');
+      expect(schema.properties.signOutRedirectURLs.items.format).to.equal('uri');
+      expect(schema.properties.name.description).to.include('Control characters (U+0000–U+001F, U+007F) are refused');
+      expect(schema.properties.description.description).to.include('other than tab, line feed and carriage return are refused');
+    }
+    expect(GroupChanges.properties.name.description).to.include('Control characters');
+    const username = new RegExp(User.properties.username.pattern);
+    expect(User.properties.username).to.include({ minLength: 2, maxLength: 39 });
+    expect(['Ada.L-1_x'].filter((u) => username.test(u))).to.have.length(1);
+    expect(['a b', 'ä', 'a/b'].filter((u) => username.test(u))).to.have.length(0);
+    const path = new RegExp(Group.properties.path.pattern);
+    expect(Group.properties.path).to.include({ minLength: 2, maxLength: 64 });
+    expect(path.test('team-1.x_y')).to.equal(true);
+    expect(path.test('Team')).to.equal(false);
+  });
+
   it('has schemas strict enough to catch a drifted response', () => {
     const schema = doc.paths['/user'].get.responses['200'].content['application/json'].schema;
     const validate = ajv.compile(inlineRefs(schema, doc) as Json);
-    expect(validate({ data: { id: 1, username: 'u', name: 'n' } })).to.equal(true);
-    expect(validate({ data: { id: 1, username: 'u', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
-    expect(validate({ data: { id: '1', username: 'u', name: 'n' } }), 'a string id').to.equal(false);
+    expect(validate({ data: { id: 1, username: 'ada', name: 'n' } })).to.equal(true);
+    expect(validate({ data: { id: 1, username: 'ada', name: 'n', createdAt: '2020-01-01T00:00:00.000Z' } }), 'an undocumented field').to.equal(false);
+    expect(validate({ data: { id: '1', username: 'ada', name: 'n' } }), 'a string id').to.equal(false);
     const group = ajv.compile(inlineRefs(doc.components.schemas.Group, doc) as Json);
-    const valid = { id: 1, name: 'n', path: 'p', description: '', visibilityLevel: 'private', requireTwoFactor: false, personalTokenMaxLifetimeDays: null, createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
+    const valid = { id: 1, name: 'n', path: 'team', description: '', visibilityLevel: 'private', requireTwoFactor: false, personalTokenMaxLifetimeDays: null, createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z', role: 'owner' };
     expect(group(valid)).to.equal(true);
     expect(group({ ...valid, createdAt: 'yesterday' }), 'a date-time that is not one').to.equal(false);
+    expect(group({ ...valid, path: 'Team One' }), 'a path the rules would refuse').to.equal(false);
   });
+
+  describe('a token past its allowance', () => {
+    const limited = useIdp(profile, { RATE_LIMIT_API_TOKEN: '1/1h' });
+
+    it('gets the documented 429, with Retry-After and the X-RateLimit-* headers', async () => {
+      const user = await makeUser(limited.db);
+      const token = await personalToken(limited.db, user.id, { scopes: ['groups:read-only'] });
+      expect((await call(limited, '/apis/v2/groups', { token })).status).to.equal(200);
+      const refused = await call(limited, '/apis/v2/groups', { token });
+      expect(refused.status, refused.text).to.equal(429);
+      expectDocumented('get', '/groups', refused);
+    });
+  });
+
+  if (profile === 'sqlite') {
+    describe('storage unreachable', () => {
+      // Nothing listens on port 1: every request that counts a token against Redis finds it away.
+      const away = useIdp(profile, { REDIS_URL: 'redis://127.0.0.1:1/0' });
+
+      it('answers the documented 503, with Retry-After', async () => {
+        const user = await makeUser(away.db);
+        const res = await call(away, '/apis/v2/user', { token: await personalToken(away.db, user.id) });
+        expect(res.status, res.text).to.equal(503);
+        expectDocumented('get', '/user', res);
+      });
+    });
+  }
 
   describe('live responses match the document', () => {
     let fixture: {
@@ -237,6 +261,7 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'an unknown application', method: 'delete', template: '/oauth-apps/{clientID}', path: () => `/oauth-apps/${fixture.doomedApp}`, token: () => fixture.owner, status: 404 },
       { name: 'a new public application', method: 'post', template: '/groups/{id}/oauth-apps', path: () => `/groups/${fixture.foreignGroupId}/oauth-apps`, token: () => fixture.owner, body: { ...newApp, type: 'public' }, status: 201 },
       { name: 'all user tokens revoked', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.app}/grants`, token: () => fixture.owner, status: 204 },
+      { name: 'a text body, which no operation takes', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.app}/grants`, token: () => fixture.owner, body: 'x', contentType: 'text/plain', status: 415 },
       { name: 'a member, not an owner', method: 'delete', template: '/oauth-apps/{clientID}/grants', path: () => `/oauth-apps/${fixture.memberApp}/grants`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'a new secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.app}/secrets`, token: () => fixture.owner, status: 201 },
       { name: 'a third secret', method: 'post', template: '/oauth-apps/{clientID}/secrets', path: () => `/oauth-apps/${fixture.fullApp}/secrets`, token: () => fixture.owner, status: 409 },
