@@ -1,8 +1,9 @@
 /**
  * Takes the docs' screenshots of group and application management and of the layout on a
- * phone: a group's members as labelled rows at 390 px, a long unbroken name that wraps, the
- * application page in dark mode, the group deletion page, a public application, and the API
- * reference, from a real server on a throwaway SQLite database, in the system's Chromium. Run
+ * phone: a group's members as labelled rows at 390 px (and as a maintainer sees them), a long
+ * unbroken name that wraps, the application page in dark mode, the group deletion page, a public
+ * application, the API reference, and a member without two-factor authentication sent from a
+ * group that requires it to set it up (and the Groups list marking that group), from a real server on a throwaway SQLite database, in the system's Chromium. Run
  * from the repository root:
  *
  *   npx tsx docs/screenshots/take-groups.ts
@@ -26,9 +27,15 @@ takeScreenshots(async (idp, chromium) => {
   const group = await makeGroup(db, ada.id, { name: 'Analytical Engines', path: 'engines' });
   const access = await groupAccess(db, ada.id, group.id);
   // One of each role, as the Members page explains them.
+  const people: Record<string, { username: string; password: string }> = { ada };
   for (const [username, name, role] of [['charles', 'Charles Babbage', 'maintainer'], ['mary', 'Mary Somerville', 'member']] as const) {
-    await addMember(db, access, { user: (await makeUser(db, { username, email: `${username}@example.test`, name })).username, role });
+    people[username] = await makeUser(db, { username, email: `${username}@example.test`, name });
+    await addMember(db, access, { user: username, role });
   }
+  // A group that requires two-factor authentication, which Mary (without it) belongs to.
+  const vault = await makeGroup(db, ada.id, { name: 'Difference Vault', path: 'vault' });
+  await addMember(db, await groupAccess(db, ada.id, vault.id), { user: 'mary', role: 'member' });
+  await db('groups').where({ id: vault.id }).update({ require_two_factor: true });
   const loom = await makeApp(db, ada.id, group.id, { name: 'Loom Scheduler', callbackURL: 'http://127.0.0.1:9999/callback' });
   for (const username of ['charles', 'mary']) {
     await oauthTokens(idp.url, { clientId: loom.clientId, clientSecret: loom.clientSecret, redirectUri: 'http://127.0.0.1:9999/callback' }, { username, password: 'correct horse battery' });
@@ -39,11 +46,12 @@ takeScreenshots(async (idp, chromium) => {
   // Verified addresses: no banner asking for it above the pages.
   await db('users').update({ email_verified_at: new Date().toISOString() });
 
-  const shoot = async (file: string, options: { viewport: { width: number; height: number }; colorScheme?: 'dark' }, path: string, fullPage = true) => {
+  type Options = { viewport: { width: number; height: number }; colorScheme?: 'dark'; as?: string };
+  const shoot = async (file: string, options: Options, path: string, fullPage = true) => {
     const context = await chromium.newContext({ viewport: options.viewport, colorScheme: options.colorScheme, deviceScaleFactor: 1 });
     try {
       const page = await context.newPage();
-      await signInThroughPage(page, idp.url, ada);
+      await signInThroughPage(page, idp.url, people[options.as ?? 'ada']!);
       await page.goto(`${idp.url}${path}`);
       await page.waitForLoadState('networkidle');
       await page.screenshot({ path: join(OUT, file), fullPage });
@@ -59,5 +67,9 @@ takeScreenshots(async (idp, chromium) => {
   await shoot('public-application.png', { viewport: DESKTOP }, appPage(phoneApp.clientId));
   await shoot('delete-group.png', { viewport: DESKTOP }, '/groups/engines/settings/delete');
   await shoot('api-docs.png', { viewport: DESKTOP }, '/apis/v2/docs', false);
+  await shoot('members-maintainer.png', { viewport: DESKTOP, as: 'charles' }, '/groups/engines/settings/members');
+  await shoot('groups-two-factor-required.png', { viewport: DESKTOP, as: 'mary' }, '/groups');
+  await shoot('two-factor-required-desktop.png', { viewport: DESKTOP, as: 'mary' }, '/groups/vault');
+  await shoot('two-factor-required-phone.png', { viewport: PHONE, colorScheme: 'dark', as: 'mary' }, '/groups/vault');
   console.log(`wrote ${written.join(', ')} to ${OUT}`);
 });
