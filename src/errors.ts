@@ -93,15 +93,18 @@ export class RetryLaterError extends AppError {
   }
 }
 
-/** "in 3 minutes", "in 40 seconds": how long a person has to wait, rounded up. */
-export function inWords(seconds: number): string {
-  if (seconds >= 90) {
-    const minutes = Math.ceil(seconds / 60);
-    return `in ${minutes} minutes`;
-  }
-  if (seconds > 59) return 'in 1 minute';
-  const s = Math.max(1, Math.ceil(seconds));
-  return `in ${s} second${s === 1 ? '' : 's'}`;
+const RELATIVE_TIMES = new Map<string, Intl.RelativeTimeFormat>();
+
+/**
+ * "in 3 minutes", "in 40 seconds": how long a person has to wait, rounded up, in `lang`'s words
+ * ("in 3 Minuten", "3 分後") for the pages that are translated; English everywhere else.
+ */
+export function inWords(seconds: number, lang = 'en'): string {
+  let words = RELATIVE_TIMES.get(lang);
+  if (!words) RELATIVE_TIMES.set(lang, (words = new Intl.RelativeTimeFormat(lang, { numeric: 'always' })));
+  if (seconds >= 90) return words.format(Math.ceil(seconds / 60), 'minute');
+  if (seconds > 59) return words.format(1, 'minute');
+  return words.format(Math.max(1, Math.ceil(seconds)), 'second');
 }
 
 const WINDOW_UNITS: Array<[number, string]> = [[86_400, 'day'], [3600, 'hour'], [60, 'minute'], [1, 'second']];

@@ -16,3 +16,5 @@ function findRoot(from: string): string {
 
 export const ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 export const VIEWS = join(ROOT, 'views');
+/** The pages' words per language: `locales/<language>/<namespace>.json`, read once at startup. */
+export const LOCALES = join(ROOT, 'locales');

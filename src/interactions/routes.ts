@@ -12,6 +12,7 @@ import { consentToGrant } from '../services/grants.js';
 import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
+import { pageT } from '../web/i18n.js';
 import { takeUpstreamSignIn } from '../web/federation-routes.js';
 import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';
@@ -63,7 +64,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
     const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
-      title: `Authorize ${app.name}`,
+      title: pageT(ctx, 'consent')('consent:title', { app: app.name }),
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
       scopes: describeScopes(String(interaction.params.scope ?? '')),
@@ -75,10 +76,10 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
   }
 
   /** The flow's sign-in page, naming the application and its group; sign-up and reset lead back to the flow. */
-  async function loginPage(interaction: Interaction) {
+  async function loginPage(ctx: Context, interaction: Interaction) {
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
     return {
-      title: `Sign in to continue to ${app.name}`,
+      title: pageT(ctx, 'login')('signin:titleInFlow', { app: app.name }),
       action: `/interaction/${interaction.uid}/login`,
       returnTo: '',
       // The "Continue with" buttons carry the flow's uid through the upstream round trip.
@@ -98,7 +99,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
   router.get('/', async (ctx) => {
     const interaction = await details(ctx);
     if (interaction.prompt.name === 'login') {
-      render(ctx, 'login', await loginPage(interaction));
+      render(ctx, 'login', await loginPage(ctx, interaction));
       return;
     }
     const unverified = await unverifiedAccount(interaction);
@@ -114,7 +115,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a password');
     const form = formFields(ctx);
-    const page = { ...(await loginPage(interaction)), values: { login: form.login ?? '' } };
+    const page = { ...(await loginPage(ctx, interaction)), values: { login: form.login ?? '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     if (await secondFactor.needed(ctx, user, { flow: interaction.uid })) return ctx.redirect(`/interaction/${interaction.uid}/two-factor`);
@@ -133,7 +134,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     if (interaction.prompt.name !== 'login') throw new AppError(400, 'invalid_request', 'this sign-in request does not need a code');
     const passed = await secondFactor.verify(ctx, { flow: interaction.uid }, formFields(ctx).code ?? '', flowPage(interaction.uid));
     if (passed === 'failed') return;
-    if (passed === 'spent') return render(ctx, 'login', { ...(await loginPage(interaction)), errors: { login: SPENT_MESSAGE } }, 401);
+    if (passed === 'spent') return render(ctx, 'login', { ...(await loginPage(ctx, interaction)), errors: { login: SPENT_MESSAGE } }, 401);
     if (!passed) return ctx.redirect(`/interaction/${interaction.uid}`);
     await finish(ctx, interaction, signedIn(passed.user.id, passed.amr));
   });
@@ -178,7 +179,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const answered = await passkeys.answer(ctx, place, formFields(ctx).response ?? '', (message, status, startOver) =>
       waiting && !startOver
         ? passkeys.secondFactor.renderChallenge(ctx, flowPage(interaction.uid), message, status)
-        : loginPage(interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
+        : loginPage(ctx, interaction).then((page) => render(ctx, 'login', { ...page, errors: { login: message } }, status)),
     );
     if (!answered) return;
     await finish(ctx, interaction, signedIn(answered.user.id, answered.amr));

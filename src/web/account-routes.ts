@@ -9,6 +9,7 @@ import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js'
 import { formFields, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
+import { pageT } from './i18n.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep, SPENT_MESSAGE } from './second-factor.js';
 
@@ -19,7 +20,7 @@ function sitePage(returnTo: string) {
 
 /** The site's sign-in page, with `errors` beside its fields. */
 export function renderSignIn(ctx: Context, returnTo: string, errors: Record<string, string> = {}, status = 200): void {
-  render(ctx, 'login', { title: 'Sign in', action: '/login', returnTo, errors, passkey: { action: '/login/passkey', uid: '' } }, status);
+  render(ctx, 'login', { title: pageT(ctx, 'login')('signin:title'), action: '/login', returnTo, errors, passkey: { action: '/login/passkey', uid: '' } }, status);
 }
 
 /** Sign up, sign in, sign out. */
@@ -41,7 +42,7 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.post('/login', async (ctx) => {
     const form = formFields(ctx);
-    const page = { title: 'Sign in', action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' }, passkey: { action: '/login/passkey', uid: '' } };
+    const page = { title: pageT(ctx, 'login')('signin:title'), action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' }, passkey: { action: '/login/passkey', uid: '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     const returnTo = safeReturnTo(form.return_to);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import ejs from 'ejs';
 import type { Context } from 'koa';
 import { VIEWS } from '../paths.js';
+import { formatDate, type Language, pageLanguage, translateMessage, translator } from './i18n.js';
 
 const templates = new Map<string, ejs.TemplateFunction>();
 
@@ -26,17 +27,31 @@ export interface PageLocals {
 
 /**
  * `views/<view>.ejs` inside `views/layout.ejs`. Every value is escaped by `<%= %>`; pages get the
- * signed-in user (for the header) and the CSRF token (for every form).
+ * signed-in user (for the header) and the CSRF token (for every form), and the page's language:
+ * `lang`, `t` bound to it (`tHtml` for the few sentences with markup around a value, which it
+ * escapes) and `formatDate`. Without `lang`, the page is English.
  */
-export function renderPage(view: string, locals: PageLocals & { currentUser?: unknown; csrfToken?: string }): string {
-  const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, labels: {}, onceKey: '', flash: null, ...locals };
+export function renderPage(view: string, locals: PageLocals & { currentUser?: unknown; csrfToken?: string; lang?: Language }): string {
+  const lang = locals.lang ?? 'en';
+  const t = translator(lang);
+  const words = { lang, t, tHtml: (key: string, vars: Record<string, unknown> = {}) => t(key, { ...vars, interpolation: { escapeValue: true } }), formatDate: (date: Date) => formatDate(date, lang) };
+  const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, labels: {}, onceKey: '', flash: null, ...locals, ...words };
   return template('layout')({ ...all, body: template(view)(all) });
 }
 
+/**
+ * A page in the reader's language when `view` is translated (web/i18n.ts), English otherwise. The
+ * messages beside its fields come from the services in English: they are translated here, a rate
+ * limit's wait from the Retry-After its route has set.
+ */
 export function render(ctx: Context, view: string, locals: PageLocals, status = 200): void {
+  const lang = pageLanguage(ctx, view);
   ctx.status = status;
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
+  const retryAfter = ctx.response.get('Retry-After');
+  const retryAfterS = retryAfter ? Number(retryAfter) : undefined;
+  const errors = locals.errors as Record<string, string> | undefined;
   ctx.body = renderPage(view, {
     currentUser: ctx.state.user ?? null,
     csrfToken: ctx.state.csrfToken ?? '',
@@ -46,6 +61,8 @@ export function render(ctx: Context, view: string, locals: PageLocals, status = 
     upstreams: ctx.state.upstreams ?? [],
     passwordSignIn: ctx.state.passwordSignIn ?? true,
     ...locals,
+    ...(errors && lang !== 'en' ? { errors: Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, translateMessage(message, lang, retryAfterS)])) } : {}),
+    lang,
   });
 }
 

@@ -7,6 +7,7 @@ import { MAX_SECOND_FACTOR_TRIES, PENDING_SIGN_IN_MS } from '../services/pending
 import { verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import type { WebDeps } from './context.js';
+import { pageT } from './i18n.js';
 import { render } from './render.js';
 import { SignedCookie } from './signed-cookie.js';
 
@@ -135,7 +136,7 @@ export class SecondFactorStep {
     const passkeys = user ? await listPasskeys(this.deps.db, user) : [];
     ctx.set('Cache-Control', 'no-store');
     render(ctx, 'two-factor-challenge', {
-      title: 'Two-factor authentication',
+      title: pageT(ctx, 'two-factor-challenge')('signin:twoFactor.title'),
       ...page,
       returnTo: page.returnTo ?? '',
       passkey: passkeys.length ? page.passkey : null,

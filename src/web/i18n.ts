@@ -1,0 +1,111 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import i18next, { type Resource, type ResourceLanguage, type TFunction } from 'i18next';
+import type { Context } from 'koa';
+import { inWords } from '../errors.js';
+import { LOCALES } from '../paths.js';
+
+/** The languages the pages come in; the first is the one a reader who asks for none gets. */
+export const LANGUAGES = ['en', 'de', 'ja'] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+/**
+ * The views rendered in the reader's language (Accept-Language); every other view, and the
+ * layout around it, stays English so that no page mixes two languages. Transitional: this list
+ * grows, page by page, until it names every view, and then it goes away.
+ */
+export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
+  'login',
+  'two-factor-challenge',
+  'consent',
+]);
+
+/** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */
+function loadResources(): Record<Language, ResourceLanguage> {
+  const resources = {} as Record<Language, ResourceLanguage>;
+  for (const lng of LANGUAGES) {
+    const dir = join(LOCALES, lng);
+    resources[lng] = Object.fromEntries(
+      readdirSync(dir)
+        .filter((file) => file.endsWith('.json'))
+        .map((file) => [file.slice(0, -'.json'.length), JSON.parse(readFileSync(join(dir, file), 'utf8')) as ResourceLanguage[string]]),
+    );
+  }
+  return resources;
+}
+
+export const RESOURCES: Readonly<Record<Language, ResourceLanguage>> = loadResources();
+export const NAMESPACES = Object.keys(RESOURCES.en);
+
+const instance = i18next.createInstance();
+void instance.init({
+  resources: RESOURCES as Resource,
+  lng: 'en',
+  fallbackLng: 'en',
+  supportedLngs: [...LANGUAGES],
+  ns: NAMESPACES,
+  defaultNS: 'common',
+  // Synchronous: the resources are in memory, and a page must not wait for a language.
+  initAsync: false,
+  // Views print with `<%= %>`, which escapes; escaping here too would show "&amp;".
+  interpolation: { escapeValue: false },
+  returnNull: false,
+});
+
+/** One `t` per language, made once: rendering a page looks one up, never builds one. */
+const TRANSLATORS = new Map<Language, TFunction>(LANGUAGES.map((lng) => [lng, instance.getFixedT(lng)]));
+
+export function translator(lang: Language): TFunction {
+  return TRANSLATORS.get(lang)!;
+}
+
+/** The reader's language from Accept-Language (q-values, and a region to its language: de-AT is de), English otherwise. */
+export function negotiateLanguage(ctx: Context): Language {
+  const chosen = ctx.acceptsLanguages(...LANGUAGES);
+  return typeof chosen === 'string' && (LANGUAGES as readonly string[]).includes(chosen) ? (chosen as Language) : 'en';
+}
+
+/**
+ * The language `view` is rendered in for this request: negotiated for a translated view (the
+ * response then varies by Accept-Language and says its language), English for any other.
+ */
+export function pageLanguage(ctx: Context, view: string): Language {
+  if (!TRANSLATED_VIEWS.has(view)) return 'en';
+  ctx.vary('Accept-Language');
+  const lang = negotiateLanguage(ctx);
+  ctx.set('Content-Language', lang);
+  return lang;
+}
+
+/** The `t` of `view`'s page for this request, for the words a route passes in (its title, its messages). */
+export function pageT(ctx: Context, view: string): TFunction {
+  return translator(pageLanguage(ctx, view));
+}
+
+const DATE_FORMATS = new Map(LANGUAGES.map((lng) => [lng, new Intl.DateTimeFormat(lng, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })]));
+
+/** A date and time as a page in `lang` shows it, in UTC (said, so that nobody reads it as local time). */
+export function formatDate(date: Date, lang: Language): string {
+  return `${DATE_FORMATS.get(lang)!.format(date)} UTC`;
+}
+
+/** The English sentence of each `messages` key, to find the key of a message the services wrote. */
+const MESSAGE_KEYS = new Map(Object.entries(RESOURCES.en.messages as Record<string, string>).map(([key, text]) => [text, key]));
+const TRY_AGAIN = / Try again in [^.]+\.$/;
+
+/**
+ * A message of the services (which speak English to the API, the CLI and the logs) in `lang`,
+ * when `messages` has it; a rate limit's "Try again in …" is said again from `retryAfterS`.
+ * A message without a translation stays as it is.
+ */
+export function translateMessage(message: string, lang: Language, retryAfterS?: number): string {
+  if (lang === 'en') return message;
+  const t = translator(lang);
+  const key = MESSAGE_KEYS.get(message);
+  if (key) return t(`messages:${key}`);
+  if (retryAfterS !== undefined && TRY_AGAIN.test(message)) {
+    const reason = MESSAGE_KEYS.get(message.replace(TRY_AGAIN, ''));
+    if (reason) return `${t(`messages:${reason}`)}${t('messages:_separator')}${t('messages:_tryAgain', { wait: inWords(retryAfterS, lang) })}`;
+  }
+  return message;
+}

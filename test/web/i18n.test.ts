@@ -1,0 +1,152 @@
+import { expect } from 'chai';
+import { useIdp } from '../helpers/app.js';
+import { Browser, type Page } from '../helpers/browser.js';
+import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
+import { fieldError, unescapeHtml } from '../helpers/html.js';
+import { authorizeUrl } from '../helpers/oauth.js';
+import { withTwoFactor } from '../helpers/totp.js';
+import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/web/i18n.js';
+
+/**
+ * The English sentences of the resources, cut where a value or markup goes in: any of more than
+ * three words seen on a German or Japanese page is a string left untranslated.
+ */
+const ENGLISH: string[] = (() => {
+  const texts: string[] = [];
+  const walk = (tree: unknown) => {
+    for (const value of Object.values(tree as Record<string, unknown>)) {
+      if (typeof value === 'string') texts.push(...value.split(/\{\{[^}]*\}\}|<[^>]*>/));
+      else walk(value);
+    }
+  };
+  for (const ns of NAMESPACES) walk(RESOURCES.en[ns]);
+  return [...new Set(texts.map((text) => text.trim()).filter((text) => text.split(/\s+/).length > 3))];
+})();
+
+/** What a reader sees of a page: its text without markup, the title and the buttons' words. */
+function textOf(page: Page): string {
+  return unescapeHtml(page.text.replace(/<script[\s\S]*?<\/script>/g, '').replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ');
+}
+
+function expectIn(page: Page, lang: Language): void {
+  expect(page.text).to.include(`<html lang="${lang}">`);
+  expect(page.headers.get('content-language')).to.equal(lang);
+  expect(page.headers.get('vary') ?? '').to.match(/accept-language/i);
+  const text = textOf(page);
+  for (const english of ENGLISH) expect(text, `an English string on the ${lang} page`).not.to.include(english);
+  // The layout's words, not only the page's.
+  expect(text).to.include(translator(lang)('common:footer.apiReference'));
+}
+
+/** The page without the values that differ on every request (the form tokens). */
+const withoutTokens = (html: string) => html.replace(/name="(_csrf|xsrf)" value="[^"]*"/g, 'name="$1" value=""');
+
+describe('Pages in the reader\'s language', function () {
+  this.timeout(30_000);
+  const idp = useIdp('sqlite');
+  let client: Client;
+  let user: TestUser;
+
+  before(async () => {
+    client = await makeClient(idp.db, { name: 'Build Monitor' });
+  });
+
+  beforeEach(async () => {
+    user = await makeUser(idp.db);
+  });
+
+  const browserIn = (lang: string) => new Browser(idp.url, { headers: { 'accept-language': lang } });
+
+  /** Opens the client's authorization request: the flow's sign-in page. */
+  async function flowSignIn(browser: Browser, scope = 'groups:read-only'): Promise<Page> {
+    return browser.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri, scope })).expect(200);
+  }
+
+  /** Signs in on the flow's sign-in page through its form, by its labels in the page's language. */
+  function signInThere(browser: Browser, page: Page, lang: Language, password = user.password) {
+    const t = translator(lang);
+    return browser.fill(page, '/login', { [t('signin:usernameOrEmail')]: user.username, [t('signin:password')]: password });
+  }
+
+  it('lists the pages of signing in to an application as translated', () => {
+    expect([...TRANSLATED_VIEWS]).to.include.members(['login', 'two-factor-challenge', 'consent']);
+  });
+
+  for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
+    it(`shows the site's sign-in page in ${lang}, the layout too`, async () => {
+      const page = await browserIn(lang).get('/login').expect(200);
+      expectIn(page, lang);
+      expect(page.text).to.include(`<title>${translator(lang)('signin:title')} · Horizon ID</title>`);
+    });
+
+    it(`shows the flow's sign-in page in ${lang}, and its wrong-password message`, async () => {
+      const browser = browserIn(lang);
+      const page = await flowSignIn(browser);
+      expectIn(page, lang);
+      expect(textOf(page)).to.include('Build Monitor');
+      const wrong = await signInThere(browser, page, lang, 'not the password').expect(401);
+      expectIn(wrong, lang);
+      expect(fieldError(wrong.text, 'login')).to.equal(translator(lang)('messages:wrongPassword'));
+    });
+
+    it(`shows the consent page in ${lang}, with the scopes and the ignored ones`, async () => {
+      const browser = browserIn(lang);
+      const page = await flowSignIn(browser, 'groups:read-only email repo user');
+      const consent = await browser.follow(await signInThere(browser, page, lang)).expect(200);
+      expectIn(consent, lang);
+      const t = translator(lang);
+      expect(textOf(consent)).to.include(t('consent:scopes.groups-read-only')).and.to.include(t('consent:scopes.email'));
+      expect(textOf(consent)).to.include(t('consent:ignored', { count: 2 }));
+      expect(consent.text).to.include(`<h1>${t('consent:heading', { app: 'Build Monitor' })}</h1>`);
+    });
+
+    it(`shows the two-factor step in ${lang}, and its wrong-code message`, async () => {
+      await withTwoFactor(idp.db, user);
+      const browser = browserIn(lang);
+      const page = await flowSignIn(browser);
+      const challenge = await browser.follow(await signInThere(browser, page, lang)).expect(200);
+      expectIn(challenge, lang);
+      const t = translator(lang);
+      const wrong = await browser.fill(challenge, '/two-factor', { [t('signin:twoFactor.code')]: '000000' }).expect(400);
+      expectIn(wrong, lang);
+      expect(fieldError(wrong.text, 'code')).to.be.oneOf([t('messages:wrongCode'), t('messages:wrongCodeNow')]);
+    });
+  }
+
+  it('keeps every other page English, its layout too, whatever the reader asks for', async () => {
+    for (const path of ['/signup', '/forgot-password', '/no-such-page']) {
+      const english = await new Browser(idp.url).get(path);
+      const german = await browserIn('de').get(path);
+      expect(german.status, path).to.equal(english.status);
+      expect(withoutTokens(german.text), path).to.equal(withoutTokens(english.text));
+      expect(german.text).to.include('<html lang="en">');
+      expect(german.headers.get('content-language'), path).to.equal(null);
+    }
+  });
+
+  it('chooses the language from Accept-Language: q-values, a region to its language, anything else English', async () => {
+    const cases: Array<[string | undefined, Language]> = [
+      [undefined, 'en'],
+      ['de', 'de'],
+      ['de-AT', 'de'],
+      ['ja-JP,ja;q=0.9', 'ja'],
+      ['fr-FR, fr;q=0.9', 'en'],
+      ['fr, de;q=0.5, ja;q=0.8', 'ja'],
+      ['de;q=0.1, en;q=0.9', 'en'],
+      ['en-US,en;q=0.9,de;q=0.8', 'en'],
+      ['*', 'en'],
+      ['not a language header;;', 'en'],
+    ];
+    for (const [header, lang] of cases) {
+      const page = await new Browser(idp.url, header === undefined ? {} : { headers: { 'accept-language': header } }).get('/login').expect(200);
+      expect(page.headers.get('content-language'), String(header)).to.equal(lang);
+      expect(page.text, String(header)).to.include(`<html lang="${lang}">`);
+    }
+  });
+
+  it('signs in in German through the German form, as in English', async () => {
+    const browser = browserIn('de');
+    const page = await browser.get('/login').expect(200);
+    await browser.fill(page, '/login', { 'Benutzername oder E-Mail-Adresse': user.username, Passwort: user.password }).expect(302, '/groups');
+  });
+});
