@@ -12,7 +12,7 @@ import { consentToGrant } from '../services/grants.js';
 import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
-import { pageT } from '../web/i18n.js';
+import { pageT } from '../i18n.js';
 import { takeUpstreamSignIn } from '../web/federation-routes.js';
 import { render } from '../web/render.js';
 import { PasskeyChallenges } from '../web/passkey-routes.js';

@@ -6,6 +6,7 @@ import { findUserById, type UserRow } from '../db/users.js';
 import { isDisabled } from '../policies/site.js';
 import { consentSubject } from '../services/apps.js';
 import { describeScopes } from '../vocabulary.js';
+import { pageT } from '../i18n.js';
 
 /** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
 export type RenderPage = (
@@ -103,7 +104,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     /** "Sign out of Horizon ID?" for a signed-in person: the library's form, our words and buttons. */
     async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
       render(ctx, 'logout/confirm', {
-        title: 'Sign out',
+        title: pageT(ctx, 'logout/confirm')('logout:titleConfirm'),
         currentUser: await signedInUser(ctx),
         libraryForm: form,
         formId: LIBRARY_LOGOUT_FORM_ID,
@@ -114,7 +115,8 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     /** Where a sign-out without a registered return address ends. */
     async postLogoutSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
       const currentUser = await signedInUser(ctx);
-      render(ctx, 'logout/done', { title: currentUser ? 'Signed out of the application' : 'Signed out', currentUser, clientName: clientName(ctx) }, 200);
+      const t = pageT(ctx, 'logout/done');
+      render(ctx, 'logout/done', { title: t(currentUser ? 'logout:titleDoneApp' : 'logout:titleDone'), currentUser, clientName: clientName(ctx) }, 200);
     },
 
     /**
@@ -127,40 +129,42 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async userCodeInputSource(ctx: KoaContextWithOIDC, _form: string, out?: ErrorOut, err?: Error & { userCode?: string }): Promise<void> {
       const currentUser = await signedInUser(ctx);
       const action = ctx.oidc.urlFor('code_verification');
+      // The code page and the result page share their words (device.json): one language for both.
+      const t = pageT(ctx, 'device/code');
+      const problemOf = (name: string) => (CODE_PROBLEMS.has(name) ? t(`device:problems.${name}`) : undefined);
       if (err && neverStored(ctx)) {
         // An error of the resume address in a session the library never stored (a browser that
         // came back signed out): the code form's one-time value could not be kept, and storing
         // the session now fails in the library. The problem is said on a page without a form.
         (ctx.oidc.session as { touched?: boolean }).touched = false;
         render(ctx, 'device/result', {
-          title: 'Device not connected',
+          title: t('device:titleNotConnected'),
           currentUser,
           outcome: 'failed',
           action,
-          message: CODE_PROBLEMS[err.name] ?? 'This device request can no longer be completed here. Start again on the device, or enter its code again.',
+          message: problemOf(err.name) ?? t('device:cannotComplete'),
         }, ctx.status >= 400 ? ctx.status : 400);
         return;
       }
-      if (err && !(err.name in CODE_PROBLEMS)) {
+      if (err && !CODE_PROBLEMS.has(err.name)) {
         const aborted = err.name === 'AbortedError';
         render(ctx, 'device/result', {
-          title: 'Device not connected',
+          title: t('device:titleNotConnected'),
           currentUser,
           outcome: 'failed',
           action,
-          message: aborted
-            ? 'You cancelled: the device was not given access to your account.'
-            : `The device could not be connected: ${String(out?.error_description ?? out?.error ?? 'the request failed')}. Start again on the device.`,
+          // The library's description is for the application's developer: it stays as the library wrote it.
+          message: aborted ? t('device:cancelled') : t('device:failed', { reason: String(out?.error_description ?? out?.error ?? 'the request failed') }),
         }, aborted ? 200 : ctx.status >= 400 ? ctx.status : 400);
         return;
       }
       render(ctx, 'device/code', {
-        title: 'Connect a device',
+        title: t('device:titleCode'),
         currentUser,
         action,
         xsrf: sessionSecret(ctx),
         userCode: err?.userCode ?? '',
-        problem: err ? CODE_PROBLEMS[err.name] : null,
+        problem: err ? problemOf(err.name) : null,
       }, 200);
     },
 
@@ -173,7 +177,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       const { groupName } = await consentSubject(db, client.clientId);
       const requested = ctx.oidc.entities.DeviceCode as { params?: Record<string, unknown> } | undefined;
       render(ctx, 'device/confirm', {
-        title: `Connect ${client.clientName ?? client.clientId}?`,
+        title: pageT(ctx, 'device/confirm')('device:titleConfirm', { app: client.clientName ?? client.clientId }),
         currentUser: await signedInUser(ctx),
         appName: client.clientName ?? client.clientId,
         groupName,
@@ -188,7 +192,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     /** The device flow's end, once the person consented: the device's next poll gets its tokens. */
     async deviceSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
       render(ctx, 'device/result', {
-        title: 'Device connected',
+        title: pageT(ctx, 'device/result')('device:titleConnected'),
         currentUser: await signedInUser(ctx),
         outcome: 'success',
         appName: clientName(ctx) ?? '',
@@ -204,7 +208,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     signedOutLogout(ctx: KoaContextWithOIDC): void {
       const secret = (ctx.oidc.session?.state as { secret?: string } | undefined)?.secret ?? '';
       render(ctx, 'logout/continue', {
-        title: 'Signed out',
+        title: pageT(ctx, 'logout/continue')('logout:titleDone'),
         currentUser: null,
         action: ctx.oidc.urlFor('end_session_confirm'),
         xsrf: secret,
@@ -215,13 +219,11 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
 
 export type ProviderPages = ReturnType<typeof providerPages>;
 
-/** The library's errors about the code entered (lib/helpers/re_render_errors.js), said beside the field. */
-const CODE_PROBLEMS: Record<string, string> = {
-  NoCodeError: 'Enter the code your device shows.',
-  NotFoundError: 'This code is not right. Check it against your device and try again.',
-  ExpiredError: 'This code has expired. Start again on your device to get a new one.',
-  AlreadyUsedError: 'This code was used already. Start again on your device to get a new one.',
-};
+/**
+ * The library's errors about the code entered (lib/helpers/re_render_errors.js), said beside the
+ * field in the words of `device:problems.<name>` (locales/<language>/device.json).
+ */
+const CODE_PROBLEMS: ReadonlySet<string> = new Set(['NoCodeError', 'NotFoundError', 'ExpiredError', 'AlreadyUsedError']);
 
 /** A session the library made for this request and has not saved: it has no expiry yet. */
 function neverStored(ctx: KoaContextWithOIDC): boolean {

@@ -9,7 +9,7 @@ import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js'
 import { formFields, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
-import { pageT } from './i18n.js';
+import { pageT } from '../i18n.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep, SPENT_MESSAGE } from './second-factor.js';
 

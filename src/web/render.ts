@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import ejs from 'ejs';
 import type { Context } from 'koa';
 import { VIEWS } from '../paths.js';
-import { formatDate, type Language, pageLanguage, translateMessage, translator } from './i18n.js';
+import { formatDate, type Language, pageLanguage, translateMessage, translator } from '../i18n.js';
 
 const templates = new Map<string, ejs.TemplateFunction>();
 
@@ -40,7 +40,7 @@ export function renderPage(view: string, locals: PageLocals & { currentUser?: un
 }
 
 /**
- * A page in the reader's language when `view` is translated (web/i18n.ts), English otherwise. The
+ * A page in the reader's language when `view` is translated (i18n.ts), English otherwise. The
  * messages beside its fields come from the services in English: they are translated here, a rate
  * limit's wait from the Retry-After its route has set.
  */

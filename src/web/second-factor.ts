@@ -7,7 +7,7 @@ import { MAX_SECOND_FACTOR_TRIES, PENDING_SIGN_IN_MS } from '../services/pending
 import { verifySecondFactor, type SecondFactor } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import type { WebDeps } from './context.js';
-import { pageT } from './i18n.js';
+import { pageT } from '../i18n.js';
 import { render } from './render.js';
 import { SignedCookie } from './signed-cookie.js';
 

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { inWords } from '../../src/errors.js';
 import { VIEWS } from '../../src/paths.js';
 import { AccountDisabledError } from '../../src/services/users.js';
-import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translateMessage, translator } from '../../src/web/i18n.js';
+import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translateMessage, translator } from '../../src/i18n.js';
 import { SPENT_MESSAGE } from '../../src/web/second-factor.js';
 import { SCOPES } from '../../src/vocabulary.js';
 

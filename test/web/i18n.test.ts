@@ -1,11 +1,12 @@
 import { expect } from 'chai';
+import * as openid from 'openid-client';
 import { useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
-import { makeClient, makeUser, type Client, type TestUser } from '../helpers/factories.js';
-import { fieldError, unescapeHtml } from '../helpers/html.js';
+import { makeApp, makeClient, makeGroup, makeUser, type Client, type TestUser } from '../helpers/factories.js';
+import { errorMessage, fieldError, formOf, unescapeHtml } from '../helpers/html.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { withTwoFactor } from '../helpers/totp.js';
-import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/web/i18n.js';
+import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 
 /**
  * The English sentences of the resources, cut where a value or markup goes in: any of more than
@@ -46,9 +47,14 @@ describe('Pages in the reader\'s language', function () {
   const idp = useIdp('sqlite');
   let client: Client;
   let user: TestUser;
+  let device: openid.Configuration;
 
   before(async () => {
     client = await makeClient(idp.db, { name: 'Build Monitor' });
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id, { name: 'Living Room Screens' });
+    const tv = await makeApp(idp.db, owner.id, group.id, { name: 'TV App', deviceFlow: true });
+    device = await openid.discovery(new URL(idp.url), tv.clientId, tv.clientSecret, undefined, { execute: [openid.allowInsecureRequests] });
   });
 
   beforeEach(async () => {
@@ -69,7 +75,7 @@ describe('Pages in the reader\'s language', function () {
   }
 
   it('lists the pages of signing in to an application as translated', () => {
-    expect([...TRANSLATED_VIEWS]).to.include.members(['login', 'two-factor-challenge', 'consent']);
+    expect([...TRANSLATED_VIEWS]).to.include.members(['login', 'two-factor-challenge', 'consent', 'logout/confirm', 'logout/continue', 'logout/done', 'device/code', 'device/confirm', 'device/result']);
   });
 
   for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
@@ -110,6 +116,47 @@ describe('Pages in the reader\'s language', function () {
       const wrong = await browser.fill(challenge, '/two-factor', { [t('signin:twoFactor.code')]: '000000' }).expect(400);
       expectIn(wrong, lang);
       expect(fieldError(wrong.text, 'code')).to.be.oneOf([t('messages:wrongCode'), t('messages:wrongCodeNow')]);
+    });
+
+    it(`asks to confirm signing out in ${lang}, and says it is done in ${lang}`, async () => {
+      const browser = browserIn(lang);
+      const page = await flowSignIn(browser);
+      await browser.follow(await signInThere(browser, page, lang)).expect(200);
+      const confirm = await browser.get('/login/oauth/logout').expect(200);
+      expectIn(confirm, lang);
+      const form = formOf(confirm.text, '/logout/confirm');
+      // The "Yes" button submits the library's form with its name and value.
+      expect(confirm.text).to.match(/<button type="submit" form="op\.logoutForm" name="logout" value="yes"/);
+      const done = await browser.follow(await browser.postForm(form.action, { ...form.fields, logout: 'yes' })).expect(200);
+      expect(done.text).to.include('data-testid="logout-done"');
+      expectIn(done, lang);
+      const again = await browser.get('/login/oauth/logout').expect(200);
+      expect(again.text).to.include('data-testid="logout-continue"');
+      expectIn(again, lang);
+    });
+
+    it(`connects a device in ${lang}: the code page, a wrong code, the confirmation, consent and the result`, async () => {
+      const browser = browserIn(lang);
+      const t = translator(lang);
+      const entry = await browser.get('/login/device').expect(200);
+      expectIn(entry, lang);
+      const entryForm = formOf(entry.text, '/login/device');
+      const wrong = await browser.postForm(entryForm.action, { ...entryForm.fields, user_code: 'BCDF-GHJK' }).expect(200);
+      expectIn(wrong, lang);
+      expect(errorMessage(wrong.text)).to.equal(t('device:problems.NotFoundError'));
+      const started = await openid.initiateDeviceAuthorization(device, { scope: 'groups:read-only' });
+      const confirm = await browser.postForm(entryForm.action, { ...formOf(wrong.text, '/login/device').fields, user_code: started.user_code }).expect(200);
+      expect(confirm.text).to.include('data-testid="device-confirm"');
+      expectIn(confirm, lang);
+      const confirmForm = formOf(confirm.text, '/login/device');
+      const signIn = await browser.follow(await browser.postForm(confirmForm.action, { ...confirmForm.fields, confirm: 'yes' })).expect(200);
+      expectIn(signIn, lang);
+      const consent = await browser.follow(await signInThere(browser, signIn, lang)).expect(200);
+      expectIn(consent, lang);
+      expect(textOf(consent)).to.include(t('consent:deviceSignedIn'));
+      const result = await browser.follow(await browser.submit(formOf(consent.text, '/confirm').action)).expect(200);
+      expect(result.text).to.include('data-testid="device-success"');
+      expectIn(result, lang);
     });
   }
 

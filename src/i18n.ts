@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import ejs from 'ejs';
 import i18next, { type Resource, type ResourceLanguage, type TFunction } from 'i18next';
 import type { Context } from 'koa';
-import { inWords } from '../errors.js';
-import { LOCALES } from '../paths.js';
+import { inWords } from './errors.js';
+import { LOCALES } from './paths.js';
 
 /** The languages the pages come in; the first is the one a reader who asks for none gets. */
 export const LANGUAGES = ['en', 'de', 'ja'] as const;
@@ -18,6 +19,12 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'login',
   'two-factor-challenge',
   'consent',
+  'logout/confirm',
+  'logout/continue',
+  'logout/done',
+  'device/code',
+  'device/confirm',
+  'device/result',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */
@@ -47,8 +54,9 @@ void instance.init({
   defaultNS: 'common',
   // Synchronous: the resources are in memory, and a page must not wait for a language.
   initAsync: false,
-  // Views print with `<%= %>`, which escapes; escaping here too would show "&amp;".
-  interpolation: { escapeValue: false },
+  // Views print with `<%= %>`, which escapes; escaping here too would show "&amp;". A sentence
+  // with markup (`tHtml`, printed with `<%- %>`) escapes its values as `<%= %>` does.
+  interpolation: { escapeValue: false, escape: ejs.escapeXML },
   returnNull: false,
 });
 
