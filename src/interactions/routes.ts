@@ -105,7 +105,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const unverified = await unverifiedAccount(interaction);
     if (unverified) {
       // The link mailed from here returns to the flow's start: this interaction may expire before it is followed.
-      render(ctx, 'verify-required', { title: 'Verify your e-mail address', email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
+      render(ctx, 'verify-required', { title: pageT(ctx, 'verify-required')('signin:verifyRequired.title'), email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);

@@ -30,6 +30,7 @@ import { hasPassword } from '../services/passwords.js';
 import { sendSecurityNotice } from '../services/security-notices.js';
 import { hasTwoFactor, verifySecondFactor } from '../services/two-factor.js';
 import { AccountDisabledError, signIn, signedInUserById } from '../services/users.js';
+import { pageT } from '../i18n.js';
 import { formFields, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { render } from './render.js';
@@ -223,7 +224,7 @@ export async function startUpstream(
     // A page that moves on by itself, not a redirect: the sign-in page's Content-Security-Policy
     // (form-action 'self') also governs the redirects that follow a form, and the provider's
     // address is not 'self'. Its link is there for a browser that does not follow the refresh.
-    render(ctx, 'upstream-redirect', { title: `Continuing to ${provider.name}`, providerName: provider.name, refreshTo: url.href });
+    render(ctx, 'upstream-redirect', { title: pageT(ctx, 'upstream-redirect')('signin:upstream.redirectTitle', { provider: provider.name }), providerName: provider.name, refreshTo: url.href });
   } catch (err) {
     if (!(err instanceof UpstreamFailure)) throw err;
     renderFailure(ctx, deps, err, { slug: provider.slug, providerName: provider.name, place });
@@ -356,7 +357,7 @@ export function federationRoutes(deps: WebDeps): Router {
     const user = pending.userId ? await signedInUserById(deps.db, pending.userId) : undefined;
     const withTwoFactor = user ? await hasTwoFactor(deps.db, user.id) : false;
     render(ctx, 'upstream-link', {
-      title: 'An account with this address exists',
+      title: pageT(ctx, 'upstream-link')('signin:upstream.linkTitle'),
       providerName: provider.name,
       email: pending.profile.email,
       hasPassword: user ? hasPassword(user.password_hash) : false,

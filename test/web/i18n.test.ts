@@ -6,6 +6,10 @@ import { makeApp, makeClient, makeGroup, makeUser, type Client, type TestUser } 
 import { errorMessage, fieldError, formOf, unescapeHtml } from '../helpers/html.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { withTwoFactor } from '../helpers/totp.js';
+import { startUpstreamProvider, UPSTREAM_CLIENT } from '../federation/upstream-server.js';
+import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
+import { sealClientSecret } from '../../src/services/federation/providers.js';
+import { now } from '../../src/time.js';
 import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 
 /**
@@ -75,7 +79,7 @@ describe('Pages in the reader\'s language', function () {
   }
 
   it('lists the pages of signing in to an application as translated', () => {
-    expect([...TRANSLATED_VIEWS]).to.include.members(['login', 'two-factor-challenge', 'consent', 'logout/confirm', 'logout/continue', 'logout/done', 'device/code', 'device/confirm', 'device/result']);
+    expect([...TRANSLATED_VIEWS]).to.include.members(['login', 'two-factor-challenge', 'consent', 'logout/confirm', 'logout/continue', 'logout/done', 'device/code', 'device/confirm', 'device/result', 'verify-required', 'upstream-redirect', 'upstream-link']);
   });
 
   for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
@@ -196,4 +200,63 @@ describe('Pages in the reader\'s language', function () {
     const page = await browser.get('/login').expect(200);
     await browser.fill(page, '/login', { 'Benutzername oder E-Mail-Adresse': user.username, Passwort: user.password }).expect(302, '/groups');
   });
+});
+
+describe('Pages in the reader\'s language: verified addresses and upstream sign-in', function () {
+  this.timeout(30_000);
+  const idp = useIdp('sqlite', { REQUIRE_VERIFIED_EMAIL: 'true' });
+  let upstream: Awaited<ReturnType<typeof startUpstreamProvider>>;
+  let client: Client;
+
+  before(async () => {
+    client = await makeClient(idp.db, { name: 'Build Monitor' });
+    upstream = await startUpstreamProvider(() => [`${idp.url}/login/callback/upstream`]);
+    await insertSignInProvider(idp.db, {
+      slug: 'upstream',
+      kind: 'oidc',
+      name: 'Upstream',
+      client_id: UPSTREAM_CLIENT.id,
+      client_secret: sealClientSecret(undefined, UPSTREAM_CLIENT.secret),
+      scopes: '',
+      settings: JSON.stringify({ issuer: upstream.url }),
+      allow_sign_up: true,
+      allowed_domains: '',
+      trust_mfa: false,
+      position: 0,
+    }, now());
+  });
+
+  after(async () => {
+    await upstream?.stop();
+  });
+
+  for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
+    it(`asks for a verified address in ${lang} before consent`, async () => {
+      const user = await makeUser(idp.db, { verified: false });
+      const t = translator(lang);
+      const browser = new Browser(idp.url, { headers: { 'accept-language': lang } });
+      const signIn = await browser.follow(authorizeUrl(idp.url, { clientId: client.clientId, redirectUri: client.redirectUri })).expect(200);
+      const page = await browser.follow(await browser.fill(signIn, '/login', { [t('signin:usernameOrEmail')]: user.username, [t('signin:password')]: user.password })).expect(403);
+      expect(errorMessage(page.text)).to.equal(t('signin:verifyRequired.why'));
+      expectIn(page, lang);
+    });
+
+    it(`continues with an upstream provider in ${lang}, and asks in ${lang} to link an account with the same address`, async () => {
+      const owner = await makeUser(idp.db);
+      upstream.state.person = { sub: `sub-${owner.username}`, email: owner.email, email_verified: true, name: 'Same Person', preferred_username: owner.username };
+      const t = translator(lang);
+      const browser = new Browser(idp.url, { also: [upstream.url], headers: { 'accept-language': lang } });
+      const signIn = await browser.get('/login').expect(200);
+      expect(textOf(signIn)).to.include(t('signin:continueWith', { provider: 'Upstream' }));
+      const moving = await browser.fill(signIn, '/login/upstream/upstream').expect(200);
+      expectIn(moving, lang);
+      const href = unescapeHtml(/href="([^"]+)" data-testid="upstream-continue"/.exec(moving.text)?.[1] ?? '');
+      const link = await browser.follow(href).expect(200);
+      expect(link.url.pathname).to.equal('/login/continue/link');
+      expectIn(link, lang);
+      const wrong = await browser.fill(link, '/login/continue/link', { [t('signin:upstream.password')]: 'not the password' }).expect(401);
+      expectIn(wrong, lang);
+      expect(fieldError(wrong.text, 'password')).to.equal(t('messages:incorrectPassword'));
+    });
+  }
 });
