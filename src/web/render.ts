@@ -41,17 +41,13 @@ export function renderPage(view: string, locals: PageLocals & { currentUser?: un
 
 /**
  * A page in the reader's language when `view` is translated (i18n.ts), English otherwise. The
- * messages beside its fields come from the services in English: they are translated here, a rate
- * limit's wait from the Retry-After its route has set.
+ * messages beside its fields come from the services in English: they are translated here.
  */
 export function render(ctx: Context, view: string, locals: PageLocals, status = 200): void {
   const lang = pageLanguage(ctx, view);
   ctx.status = status;
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
-  const retryAfter = ctx.response.get('Retry-After');
-  const retryAfterS = retryAfter ? Number(retryAfter) : undefined;
-  const errors = locals.errors as Record<string, string> | undefined;
   ctx.body = renderPage(view, {
     currentUser: ctx.state.user ?? null,
     csrfToken: ctx.state.csrfToken ?? '',
@@ -61,9 +57,16 @@ export function render(ctx: Context, view: string, locals: PageLocals, status = 
     upstreams: ctx.state.upstreams ?? [],
     passwordSignIn: ctx.state.passwordSignIn ?? true,
     ...locals,
-    ...(errors && lang !== 'en' ? { errors: Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, translateMessage(message, lang, retryAfterS)])) } : {}),
+    ...(locals.errors && lang !== 'en' ? { errors: translatedErrors(ctx, locals.errors as Record<string, string>, lang) } : {}),
     lang,
   });
+}
+
+/** The messages beside a form's fields in `lang`; a rate limit's wait is said from the Retry-After its route has set. */
+function translatedErrors(ctx: Context, errors: Record<string, string>, lang: Language): Record<string, string> {
+  const retryAfter = ctx.response.get('Retry-After');
+  const retryAfterS = retryAfter ? Number(retryAfter) : undefined;
+  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, translateMessage(message, lang, retryAfterS)]));
 }
 
 export function renderError(ctx: Context, status: number, title: string, message: string): void {

@@ -10,6 +10,7 @@ import { startUpstreamProvider, UPSTREAM_CLIENT } from '../federation/upstream-s
 import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
 import { sealClientSecret } from '../../src/services/federation/providers.js';
 import { now } from '../../src/time.js';
+import { inWords } from '../../src/errors.js';
 import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 
 /**
@@ -120,6 +121,17 @@ describe('Pages in the reader\'s language', function () {
       const wrong = await browser.fill(challenge, '/two-factor', { [t('signin:twoFactor.code')]: '000000' }).expect(400);
       expectIn(wrong, lang);
       expect(fieldError(wrong.text, 'code')).to.be.oneOf([t('messages:wrongCode'), t('messages:wrongCodeNow')]);
+    });
+
+    it(`says in ${lang} that there were too many sign-in attempts, and how long to wait`, async () => {
+      const browser = browserIn(lang);
+      let page = await flowSignIn(browser);
+      for (let i = 0; i < 8 && page.status !== 429; i += 1) page = await signInThere(browser, page, lang, 'not the password');
+      expect(page.status).to.equal(429);
+      expectIn(page, lang);
+      const t = translator(lang);
+      const wait = inWords(Number(page.headers.get('retry-after')), lang);
+      expect(fieldError(page.text, 'login')).to.equal(`${t('messages:tooManySignIns')}${t('messages:_separator')}${t('messages:_tryAgain', { wait })}`);
     });
 
     it(`asks to confirm signing out in ${lang}, and says it is done in ${lang}`, async () => {
