@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import ejs from 'ejs';
 import type { Context } from 'koa';
 import { VIEWS } from '../paths.js';
-import { formatDate, type Language, pageLanguage, translateMessage, translator } from '../i18n.js';
+import { formatDate, type Language, pageLanguage, translateHtml, translateMessage, translator } from '../i18n.js';
 
 const templates = new Map<string, ejs.TemplateFunction>();
 
@@ -34,7 +34,7 @@ export interface PageLocals {
 export function renderPage(view: string, locals: PageLocals & { currentUser?: unknown; csrfToken?: string; lang?: Language }): string {
   const lang = locals.lang ?? 'en';
   const t = translator(lang);
-  const words = { lang, t, tHtml: (key: string, vars: Record<string, unknown> = {}) => t(key, { ...vars, interpolation: { escapeValue: true } }), formatDate: (date: Date) => formatDate(date, lang) };
+  const words = { lang, t, tHtml: (key: string, values?: Record<string, unknown>) => translateHtml(lang, key, values), formatDate: (date: Date) => formatDate(date, lang) };
   const all = { currentUser: null, csrfToken: '', values: {}, errors: {}, labels: {}, onceKey: '', flash: null, ...locals, ...words };
   return template('layout')({ ...all, body: template(view)(all) });
 }

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { inWords } from '../../src/errors.js';
 import { VIEWS } from '../../src/paths.js';
 import { AccountDisabledError } from '../../src/services/users.js';
-import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translateMessage, translator } from '../../src/i18n.js';
+import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translateHtml, translateMessage, translator } from '../../src/i18n.js';
 import { SPENT_MESSAGE } from '../../src/web/second-factor.js';
 import { SCOPES } from '../../src/vocabulary.js';
 
@@ -84,6 +84,14 @@ describe('Languages of the pages', () => {
     );
     expect(inWords(40, 'de')).to.equal('in 40 Sekunden');
     expect(inWords(300, 'ja')).to.equal('5 分後');
+  });
+
+  it('puts values into sentences, escaping them only in a sentence with markup, and chooses plural forms', () => {
+    expect(translator('de')('signin:continueWith', { provider: 'A & B' })).to.equal('Weiter mit A & B');
+    expect(translateHtml('en', 'consent:sentTo', { origin: 'https://a.test/<x>&"' })).to.equal('You will be sent to <strong>https://a.test/&lt;x&gt;&amp;&#34;</strong>');
+    expect(translator('en')('consent:ignored', { count: 1 })).to.include('a scope');
+    expect(translator('en')('consent:ignored', { count: 2 })).to.include('scopes');
+    expect(translator('ja')('consent:ignored', { count: 1 })).to.equal(translator('ja')('consent:ignored', { count: 2 }));
   });
 
   it('formats a date in the page\'s language, in UTC', () => {
