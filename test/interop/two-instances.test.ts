@@ -222,7 +222,7 @@ describe('two instances sharing PostgreSQL and Redis', function () {
       const page = await atB(request);
       expect(page.status, page.text).to.equal(400);
       expect(page.headers.get('location')).to.equal(null);
-      expect(errorMessage(page.text)).to.match(/client/i);
+      expect(errorMessage(page.text)).to.match(/does not exist on this server, or it was deleted/);
     });
 
     it('refuses a personal token its user revoked at the other instance, and one reported there as leaked', async () => {
