@@ -28,6 +28,8 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/code',
   'device/confirm',
   'device/result',
+  'password-reset/forgot',
+  'password-reset/sent',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

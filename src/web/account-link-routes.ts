@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError, RetryLaterError } from '../errors.js';
+import { pageT } from '../i18n.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
@@ -51,7 +52,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
   });
 
   router.get('/forgot-password', (ctx) => {
-    render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/forgot', { title: pageT(ctx, 'password-reset/forgot')('signup:forgot.title'), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/forgot-password', async (ctx) => {
@@ -63,14 +64,14 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     } catch (err) {
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      render(ctx, 'password-reset/forgot', { title: 'Reset your password', returnTo, values, errors: formErrors(err, LABELS.forgotPassword) ?? { email: err.message } }, err.status);
+      render(ctx, 'password-reset/forgot', { title: pageT(ctx, 'password-reset/forgot')('signup:forgot.title'), returnTo, values, errors: formErrors(err, LABELS.forgotPassword) ?? { email: err.message } }, err.status);
       return;
     }
     ctx.redirect(`/forgot-password/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/forgot-password/sent', (ctx) => {
-    render(ctx, 'password-reset/sent', { title: 'Check your inbox', returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/sent', { title: pageT(ctx, 'password-reset/sent')('signup:checkInbox'), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.get('/reset-password', async (ctx) => {
