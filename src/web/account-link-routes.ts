@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError, RetryLaterError } from '../errors.js';
-import { pageT } from '../i18n.js';
+import { pageLanguage, pageT } from '../i18n.js';
 import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
@@ -60,7 +60,8 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const values = { email: form.email ?? '' };
     const returnTo = safeReturnTo(form.return_to, '');
     try {
-      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip, returnTo: returnTo || undefined });
+      // The mail in the language of the page it was asked from.
+      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip, returnTo: returnTo || undefined, lang: pageLanguage(ctx, 'password-reset/forgot') });
     } catch (err) {
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));

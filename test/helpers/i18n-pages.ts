@@ -24,13 +24,17 @@ export function textOf(page: Page): string {
   return unescapeHtml(page.text.replace(/<script[\s\S]*?<\/script>/g, '').replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ');
 }
 
+/** No English sentence of the resources is left in `text` (a page's, a mail's), `where` it is. */
+export function expectNoEnglish(text: string, where: string): void {
+  for (const english of ENGLISH) expect(text, `an English string in ${where}`).not.to.include(english);
+}
+
 /** `page` is wholly in `lang`: it says so, and no English sentence of the resources is left on it, its layout translated too. */
 export function expectIn(page: Page, lang: Language): void {
   expect(page.text).to.include(`<html lang="${lang}">`);
   expect(page.headers.get('content-language')).to.equal(lang);
   expect(page.headers.get('vary') ?? '').to.match(/accept-language/i);
-  const text = textOf(page);
-  for (const english of ENGLISH) expect(text, `an English string on the ${lang} page`).not.to.include(english);
+  expectNoEnglish(textOf(page), `the ${lang} page`);
   // The layout's words, not only the page's.
-  expect(text).to.include(translator(lang)('common:footer.apiReference'));
+  expect(textOf(page)).to.include(translator(lang)('common:footer.apiReference'));
 }
