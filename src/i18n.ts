@@ -30,6 +30,9 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/result',
   'password-reset/forgot',
   'password-reset/sent',
+  'verify-email/done',
+  'verify-email/outdated',
+  'verify-email/sent',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

@@ -26,7 +26,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const result = await explainRefusedLink(ctx, () => verifyEmail(deps.db, ctx.query.token));
     if (!result) return;
     if (!result.verified) {
-      render(ctx, 'verify-email/outdated', { title: 'Address changed' }, 409);
+      render(ctx, 'verify-email/outdated', { title: pageT(ctx, 'verify-email/outdated')('signup:verify.outdatedTitle') }, 409);
       return;
     }
     ctx.redirect(`/verify-email/done${returnToQuery(ctx.query.return_to)}`);
@@ -34,21 +34,22 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
 
   // `return_to` on these pages: the authorization flow the person came from, where Continue leads.
   router.get('/verify-email/done', (ctx) => {
-    render(ctx, 'verify-email/done', { title: 'E-mail address verified', returnTo: safeReturnTo(ctx.query.return_to, '/') });
+    render(ctx, 'verify-email/done', { title: pageT(ctx, 'verify-email/done')('signup:verify.doneTitle'), returnTo: safeReturnTo(ctx.query.return_to, '/') });
   });
 
   router.post('/verify-email/resend', async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
     const returnTo = safeReturnTo(form.return_to, '');
-    await resendVerification(deps, user, returnTo || undefined);
+    // The mail in the language of the page that says it is sent.
+    await resendVerification(deps, user, returnTo || undefined, pageLanguage(ctx, 'verify-email/sent'));
     ctx.redirect(`/verify-email/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/verify-email/sent', (ctx) => {
     const user = requireUser(ctx);
     const returnTo = ctx.query.return_to ? safeReturnTo(ctx.query.return_to) : '';
-    render(ctx, 'verify-email/sent', { title: 'Check your inbox', email: user.email, returnTo, hideVerifyBanner: true });
+    render(ctx, 'verify-email/sent', { title: pageT(ctx, 'verify-email/sent')('signup:checkInbox'), email: user.email, returnTo, hideVerifyBanner: true });
   });
 
   router.get('/forgot-password', (ctx) => {

@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { useIdp } from '../helpers/app.js';
-import { Browser } from '../helpers/browser.js';
+import { Browser, signIn } from '../helpers/browser.js';
 import { makeUser } from '../helpers/factories.js';
-import { fieldError } from '../helpers/html.js';
+import { fieldError, formOf } from '../helpers/html.js';
 import { expectIn, expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
 import { linkIn, useMailServer } from '../helpers/smtp.js';
 import { TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 
-describe('Recovering an account in the reader\'s language', function () {
+describe('Recovering an account and verifying an address in the reader\'s language', function () {
   this.timeout(30_000);
   const smtp = useMailServer();
   const idp = useIdp('sqlite', () => ({ SMTP_URL: smtp.url }));
@@ -21,8 +21,8 @@ describe('Recovering an account in the reader\'s language', function () {
     expect(mail.text).to.include('Someone (we hope you) asked to reset the password of your account.');
   });
 
-  it('lists the pages of asking for a password reset as translated', () => {
-    for (const view of ['password-reset/forgot', 'password-reset/sent']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
+  it('lists the pages of recovering an account and verifying an address as translated', () => {
+    for (const view of ['password-reset/forgot', 'password-reset/sent', 'verify-email/sent', 'verify-email/outdated', 'verify-email/done']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
   });
 
   for (const lang of ['de', 'ja'] as Language[]) {
@@ -53,6 +53,35 @@ describe('Recovering an account in the reader\'s language', function () {
       expect(mail.html).to.include(`<html lang="${lang}">`).and.include(t('mail:resetPassword.button'));
       expectNoEnglish(`${mail.text} ${mail.html}`, `the ${lang} mail`);
       linkIn(mail, idp.url);
+    });
+
+    it(`verifies an address in ${lang}: the link sent, its mail, a link to an old address, and the address verified`, async () => {
+      const t = translator(lang);
+      const user = await makeUser(idp.db, { verified: false });
+      const browser = await signIn(new Browser(idp.url, { headers: { 'accept-language': lang } }), user);
+      const banner = formOf((await browser.get('/groups').expect(200)).text, '/verify-email/resend');
+      const sent = await browser.follow(await browser.postForm(banner.action, banner.fields).expect(302)).expect(200);
+      expectIn(sent, lang);
+      expect(textOf(sent)).to.include(user.email);
+
+      const mail = await smtp.nextWith(user.email, t('mail:verifyEmail.subject'));
+      expect(mail.html).to.include(`<html lang="${lang}">`).and.include(t('mail:verifyEmail.button'));
+      expectNoEnglish(`${mail.text} ${mail.html}`, `the ${lang} mail`);
+
+      // The address changed since the link was sent: the link verifies nothing, and says so.
+      const changed = `changed-${user.username}@example.test`;
+      await idp.db('users').where({ id: user.id }).update({ email: changed, email_key: changed });
+      const old = linkIn(mail, idp.url);
+      const outdated = await browser.get(`${old.pathname}${old.search}`).expect(409);
+      expectIn(outdated, lang);
+      expect(textOf(outdated)).to.include(t('signup:verify.sendTo', { email: changed }));
+
+      const again = formOf(outdated.text, '/verify-email/resend');
+      await browser.postForm(again.action, again.fields).expect(302);
+      const link = linkIn(await smtp.nextWith(changed, t('mail:verifyEmail.subject')), idp.url);
+      const done = await browser.follow(await browser.get(`${link.pathname}${link.search}`).expect(302)).expect(200);
+      expectIn(done, lang);
+      expect(textOf(done)).to.include(t('signup:verify.doneNotice'));
     });
   }
 });
