@@ -30,6 +30,7 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/result',
   'password-reset/forgot',
   'password-reset/sent',
+  'password-reset/reset',
   'verify-email/done',
   'verify-email/outdated',
   'verify-email/sent',

@@ -78,13 +78,13 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
 
   router.get('/reset-password', async (ctx) => {
     if (!(await explainRefusedLink(ctx, () => resetTarget(deps.db, ctx.query.token)))) return;
-    render(ctx, 'password-reset/reset', { title: 'Choose a new password', token: String(ctx.query.token), returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/reset', { title: pageT(ctx, 'password-reset/reset')('signup:reset.title'), token: String(ctx.query.token), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/reset-password', async (ctx) => {
     const form = formFields(ctx);
     const returnTo = safeReturnTo(form.return_to, '');
-    const page = { title: 'Choose a new password', token: form.token ?? '', returnTo };
+    const page = { title: pageT(ctx, 'password-reset/reset')('signup:reset.title'), token: form.token ?? '', returnTo };
     try {
       const reset = await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' }, seenFrom(ctx));
       recoveryPass.give(ctx, reset.user, reset.passwordHash, reset.cleared);

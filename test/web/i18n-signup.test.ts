@@ -22,7 +22,7 @@ describe('Recovering an account and verifying an address in the reader\'s langua
   });
 
   it('lists the pages of recovering an account and verifying an address as translated', () => {
-    for (const view of ['password-reset/forgot', 'password-reset/sent', 'verify-email/sent', 'verify-email/outdated', 'verify-email/done']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
+    for (const view of ['password-reset/forgot', 'password-reset/sent', 'password-reset/reset', 'verify-email/sent', 'verify-email/outdated', 'verify-email/done']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
   });
 
   for (const lang of ['de', 'ja'] as Language[]) {
@@ -42,7 +42,7 @@ describe('Recovering an account and verifying an address in the reader\'s langua
       expect(textOf(sent)).to.include(t('signup:resetSent.notice'));
     });
 
-    it(`mails the reset link in ${lang} when it was asked for in ${lang}`, async () => {
+    it(`mails the reset link in ${lang} when it was asked for in ${lang}, and its form and rules speak ${lang}`, async () => {
       const t = translator(lang);
       const user = await makeUser(idp.db);
       const browser = new Browser(idp.url, { headers: { 'accept-language': lang } });
@@ -52,7 +52,17 @@ describe('Recovering an account and verifying an address in the reader\'s langua
       expect(mail.text).to.include(t('mail:hello', { username: user.username })).and.include(t('mail:resetPassword.expires'));
       expect(mail.html).to.include(`<html lang="${lang}">`).and.include(t('mail:resetPassword.button'));
       expectNoEnglish(`${mail.text} ${mail.html}`, `the ${lang} mail`);
-      linkIn(mail, idp.url);
+
+      // Its link: the form to choose the new password, and its rules' messages, in the same language.
+      const link = linkIn(mail, idp.url);
+      const reset = await browser.get(`${link.pathname}${link.search}`).expect(200);
+      expectIn(reset, lang);
+      const fill = (password: string, again: string) => browser.fill(reset, '/reset-password', { [t('signup:reset.password')]: password, [t('signup:reset.confirmation')]: again });
+      const short = await fill('short', 'short').expect(400);
+      expectIn(short, lang);
+      expect(fieldError(short.text, 'password')).to.equal(t('messages:newPasswordTooShort'));
+      expect(fieldError((await fill('password', 'password').expect(400)).text, 'password')).to.equal(t('messages:newPasswordCommon'));
+      expect(fieldError((await fill('a long new passphrase', 'another passphrase').expect(400)).text, 'password_confirmation')).to.equal(t('messages:passwordsDiffer'));
     });
 
     it(`verifies an address in ${lang}: the link sent, its mail, a link to an old address, and the address verified`, async () => {
