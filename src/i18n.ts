@@ -34,6 +34,7 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'verify-email/done',
   'verify-email/outdated',
   'verify-email/sent',
+  'signup/sent',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

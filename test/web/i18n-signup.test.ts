@@ -22,7 +22,7 @@ describe('Recovering an account and verifying an address in the reader\'s langua
   });
 
   it('lists the pages of recovering an account and verifying an address as translated', () => {
-    for (const view of ['password-reset/forgot', 'password-reset/sent', 'password-reset/reset', 'verify-email/sent', 'verify-email/outdated', 'verify-email/done']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
+    for (const view of ['password-reset/forgot', 'password-reset/sent', 'password-reset/reset', 'verify-email/sent', 'verify-email/outdated', 'verify-email/done', 'signup/sent']) expect(TRANSLATED_VIEWS.has(view), view).to.equal(true);
   });
 
   for (const lang of ['de', 'ja'] as Language[]) {
@@ -92,6 +92,19 @@ describe('Recovering an account and verifying an address in the reader\'s langua
       const done = await browser.follow(await browser.get(`${link.pathname}${link.search}`).expect(302)).expect(200);
       expectIn(done, lang);
       expect(textOf(done)).to.include(t('signup:verify.doneNotice'));
+    });
+
+    it(`says in ${lang} that the sign-up link is sent, naming the address given, and without it on a reload`, async () => {
+      const t = translator(lang);
+      const browser = new Browser(idp.url, { headers: { 'accept-language': lang } });
+      const username = `signup-${lang}-${Date.now()}`;
+      const form = await browser.get('/signup').expect(200);
+      const sent = await browser.follow(await browser.fill(form, '/signup', { Username: username, Email: `${username}@example.test`, Password: 'a long new passphrase' }).expect(302)).expect(200);
+      expectIn(sent, lang);
+      expect(textOf(sent)).to.include(`${username}@example.test`);
+      const reloaded = await browser.get('/signup/sent').expect(200);
+      expectIn(reloaded, lang);
+      expect(textOf(reloaded)).to.include(t('signup:signupSent.notice'));
     });
   }
 });
