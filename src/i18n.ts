@@ -28,6 +28,13 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/code',
   'device/confirm',
   'device/result',
+  'password-reset/forgot',
+  'password-reset/sent',
+  'password-reset/reset',
+  'verify-email/done',
+  'verify-email/outdated',
+  'verify-email/sent',
+  'signup/sent',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

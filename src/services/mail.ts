@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import ejs from 'ejs';
 import nodemailer from 'nodemailer';
+import { type Language, translateHtml, translator } from '../i18n.js';
 import type { Logger } from '../log.js';
 import { VIEWS } from '../paths.js';
 
@@ -16,6 +17,11 @@ export interface Mail {
   template: MailTemplate;
   /** The template's values; `link` is the one link the message exists to carry. */
   data: { link: string; [key: string]: unknown };
+  /**
+   * The language it is written in: the page's that caused it (a reset asked for on a German
+   * page is mailed in German). English when none did (the CLI, an administrator's action).
+   */
+  lang?: Language;
 }
 
 export interface Mailer {
@@ -46,9 +52,14 @@ function template(file: string): ejs.TemplateFunction {
   return fn;
 }
 
-/** The plain-text and HTML bodies of a message (values escaped in the HTML one). */
+/**
+ * The plain-text and HTML bodies of a message (values escaped in the HTML one), in its language:
+ * templates get `lang`, `t` and `tHtml` as pages do (views/mail/* not yet translated are English).
+ */
 export function renderMail(mail: Mail): { text: string; html: string } {
-  const locals = { subject: mail.subject, ...mail.data };
+  const lang = mail.lang ?? 'en';
+  const words = { lang, t: translator(lang), tHtml: (key: string, values?: Record<string, unknown>) => translateHtml(lang, key, values) };
+  const locals = { subject: mail.subject, ...mail.data, ...words };
   return { text: template(`${mail.template}.txt.ejs`)(locals), html: template(`${mail.template}.html.ejs`)(locals) };
 }
 

@@ -5,6 +5,7 @@ import { recordAudit } from '../db/audit.js';
 import { retireEmailChanges } from '../db/email-changes.js';
 import { findUserById, findUserByLogin, markEmailVerified, setPasswordHash, type UserRow } from '../db/users.js';
 import { ValidationError } from '../errors.js';
+import { type Language, translator } from '../i18n.js';
 import { now } from '../time.js';
 import { changing } from './change-versions.js';
 import { issueLink, LinkRefusedError, retireLinks, usableLink, useLink } from './account-links.js';
@@ -23,29 +24,31 @@ const addressSchema = z.object({ email: rules.email });
  * lookup and the mail happen in the background, so the answer, and the time it takes, are the
  * same whether or not an account has this address.
  */
-export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, input: { email: string; ip: string; returnTo?: string }): Promise<void> {
+export async function requestPasswordReset(deps: MailDeps & { limits: Limits }, input: { email: string; ip: string; returnTo?: string; lang?: Language }): Promise<void> {
   const { email } = rules.parse(addressSchema, { email: input.email });
   await deps.limits.takePasswordReset(email, input.ip);
-  mailResetLink(deps, email, input.returnTo).catch((err: unknown) => deps.log.error({ err }, 'password reset mail not sent'));
+  mailResetLink(deps, email, input.returnTo, input.lang).catch((err: unknown) => deps.log.error({ err }, 'password reset mail not sent'));
 }
 
-async function mailResetLink(deps: MailDeps, email: string, returnTo?: string): Promise<void> {
+async function mailResetLink(deps: MailDeps, email: string, returnTo?: string, lang?: Language): Promise<void> {
   const user = await findUserByLogin(deps.db, email);
-  if (user) await sendPasswordReset(deps, user, returnTo);
+  if (user) await sendPasswordReset(deps, user, returnTo, lang);
 }
 
 /**
  * Mails `user` a password-reset link (1 h, single use); also for an administrator sending one.
  * `returnTo` (a same-site path: the authorization flow the person asked from) is where the
- * person continues once the new password is set.
+ * person continues once the new password is set; `lang`, the language of the page it was asked
+ * from (English for an administrator's).
  */
-export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }, returnTo?: string): Promise<void> {
+export async function sendPasswordReset(deps: MailDeps, user: { id: number; username: string; email: string }, returnTo?: string, lang: Language = 'en'): Promise<void> {
   const link = await issueLink(deps.db, deps.config.issuer, 'reset-password', user, returnTo);
   await deps.mailer.send({
     to: user.email,
-    subject: 'Reset your password',
+    subject: translator(lang)('mail:resetPassword.subject'),
     template: 'reset-password',
     data: { link, username: user.username },
+    lang,
   });
 }
 

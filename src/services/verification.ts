@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { markEmailVerified } from '../db/users.js';
 import { UnavailableError } from '../errors.js';
+import { type Language, translator } from '../i18n.js';
 import type { Logger } from '../log.js';
 import { now } from '../time.js';
 import { changed } from './change-versions.js';
@@ -35,25 +36,27 @@ export async function sendVerification(deps: MailDeps, user: Recipient, returnTo
  * the address's. An address already verified gets nothing. A mail server that refuses is a 503
  * the person sees.
  */
-export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }, returnTo?: string): Promise<void> {
+export async function resendVerification(deps: MailDeps & { limits: Limits }, user: Recipient & { email_verified_at: unknown }, returnTo?: string, lang?: Language): Promise<void> {
   if (user.email_verified_at) return;
   await deps.limits.takeVerificationMail(user.id);
   await deps.limits.takeAddressMail(user.email);
   try {
-    await mailVerificationLink(deps, user, returnTo);
+    await mailVerificationLink(deps, user, returnTo, lang);
   } catch (err) {
     deps.log.error({ err, userId: user.id }, 'verification mail not sent');
     throw new UnavailableError('The e-mail could not be sent right now. Try again in a few minutes.');
   }
 }
 
-async function mailVerificationLink(deps: MailDeps, user: Recipient, returnTo?: string): Promise<void> {
+/** `lang`: the language of the page it was asked from; English when none asked (a new account, the CLI). */
+async function mailVerificationLink(deps: MailDeps, user: Recipient, returnTo?: string, lang: Language = 'en'): Promise<void> {
   const link = await issueLink(deps.db, deps.config.issuer, 'verify-email', user, returnTo);
   await deps.mailer.send({
     to: user.email,
-    subject: 'Verify your e-mail address',
+    subject: translator(lang)('mail:verifyEmail.subject'),
     template: 'verify-email',
     data: { link, username: user.username, email: user.email },
+    lang,
   });
 }
 

@@ -97,7 +97,7 @@ export function accountRoutes(deps: WebDeps): Router {
   // The address typed rides in a one-time flash, never in the URL; a reload shows the page without it.
   router.get('/signup/sent', (ctx) => {
     const sentTo = flashBox(ctx).take('signup-sent')?.secret ?? '';
-    render(ctx, 'signup/sent', { title: 'Check your inbox', email: sentTo, returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'signup/sent', { title: pageT(ctx, 'signup/sent')('signup:checkInbox'), email: sentTo, returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   // The mailed link: the password chosen at sign-up makes the account, which is signed in here.

@@ -11,38 +11,8 @@ import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
 import { sealClientSecret } from '../../src/services/federation/providers.js';
 import { now } from '../../src/time.js';
 import { inWords } from '../../src/errors.js';
-import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
-
-/**
- * The English sentences of the resources, cut where a value or markup goes in: any of more than
- * three words seen on a German or Japanese page is a string left untranslated.
- */
-const ENGLISH: string[] = (() => {
-  const texts: string[] = [];
-  const walk = (tree: unknown) => {
-    for (const value of Object.values(tree as Record<string, unknown>)) {
-      if (typeof value === 'string') texts.push(...value.split(/\{\{[^}]*\}\}|<[^>]*>/));
-      else walk(value);
-    }
-  };
-  for (const ns of NAMESPACES) walk(RESOURCES.en[ns]);
-  return [...new Set(texts.map((text) => text.trim()).filter((text) => text.split(/\s+/).length > 3))];
-})();
-
-/** What a reader sees of a page: its text without markup, the title and the buttons' words. */
-function textOf(page: Page): string {
-  return unescapeHtml(page.text.replace(/<script[\s\S]*?<\/script>/g, '').replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ');
-}
-
-function expectIn(page: Page, lang: Language): void {
-  expect(page.text).to.include(`<html lang="${lang}">`);
-  expect(page.headers.get('content-language')).to.equal(lang);
-  expect(page.headers.get('vary') ?? '').to.match(/accept-language/i);
-  const text = textOf(page);
-  for (const english of ENGLISH) expect(text, `an English string on the ${lang} page`).not.to.include(english);
-  // The layout's words, not only the page's.
-  expect(text).to.include(translator(lang)('common:footer.apiReference'));
-}
+import { LANGUAGES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
+import { expectIn, textOf } from '../helpers/i18n-pages.js';
 
 /** The page without the values that differ on every request (the form tokens). */
 const withoutTokens = (html: string) => html.replace(/name="(_csrf|xsrf)" value="[^"]*"/g, 'name="$1" value=""');
@@ -177,7 +147,7 @@ describe('Pages in the reader\'s language', function () {
   }
 
   it('keeps every other page English, its layout too, whatever the reader asks for', async () => {
-    for (const path of ['/signup', '/forgot-password', '/no-such-page']) {
+    for (const path of ['/signup', '/no-such-page']) {
       const english = await new Browser(idp.url).get(path);
       const german = await browserIn('de').get(path);
       expect(german.status, path).to.equal(english.status);
