@@ -28,6 +28,8 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/code',
   'device/confirm',
   'device/result',
+  // In the reader's language only when every sentence on it has a translation (error-page.ts).
+  'error',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

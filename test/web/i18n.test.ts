@@ -4,6 +4,7 @@ import { useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
 import { makeApp, makeClient, makeGroup, makeUser, type Client, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, formOf, unescapeHtml } from '../helpers/html.js';
+import { expectIn, textOf } from '../helpers/i18n.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { withTwoFactor } from '../helpers/totp.js';
 import { startUpstreamProvider, UPSTREAM_CLIENT } from '../federation/upstream-server.js';
@@ -11,38 +12,7 @@ import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
 import { sealClientSecret } from '../../src/services/federation/providers.js';
 import { now } from '../../src/time.js';
 import { inWords } from '../../src/errors.js';
-import { LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
-
-/**
- * The English sentences of the resources, cut where a value or markup goes in: any of more than
- * three words seen on a German or Japanese page is a string left untranslated.
- */
-const ENGLISH: string[] = (() => {
-  const texts: string[] = [];
-  const walk = (tree: unknown) => {
-    for (const value of Object.values(tree as Record<string, unknown>)) {
-      if (typeof value === 'string') texts.push(...value.split(/\{\{[^}]*\}\}|<[^>]*>/));
-      else walk(value);
-    }
-  };
-  for (const ns of NAMESPACES) walk(RESOURCES.en[ns]);
-  return [...new Set(texts.map((text) => text.trim()).filter((text) => text.split(/\s+/).length > 3))];
-})();
-
-/** What a reader sees of a page: its text without markup, the title and the buttons' words. */
-function textOf(page: Page): string {
-  return unescapeHtml(page.text.replace(/<script[\s\S]*?<\/script>/g, '').replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ');
-}
-
-function expectIn(page: Page, lang: Language): void {
-  expect(page.text).to.include(`<html lang="${lang}">`);
-  expect(page.headers.get('content-language')).to.equal(lang);
-  expect(page.headers.get('vary') ?? '').to.match(/accept-language/i);
-  const text = textOf(page);
-  for (const english of ENGLISH) expect(text, `an English string on the ${lang} page`).not.to.include(english);
-  // The layout's words, not only the page's.
-  expect(text).to.include(translator(lang)('common:footer.apiReference'));
-}
+import { LANGUAGES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 
 /** The page without the values that differ on every request (the form tokens). */
 const withoutTokens = (html: string) => html.replace(/name="(_csrf|xsrf)" value="[^"]*"/g, 'name="$1" value=""');
