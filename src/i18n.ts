@@ -30,6 +30,7 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/result',
   // In the reader's language only when every sentence on it has a translation (error-page.ts).
   'error',
+  'link-refused',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

@@ -6,6 +6,7 @@ import { errorMessage } from '../helpers/html.js';
 import { expectIn, textOf } from '../helpers/i18n.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { LANGUAGES, TRANSLATED_VIEWS, translator } from '../../src/i18n.js';
+import { LinkRefusedError, type LinkRefusal } from '../../src/services/account-links.js';
 
 describe('Error pages in the reader\'s language', function () {
   this.timeout(30_000);
@@ -19,7 +20,13 @@ describe('Error pages in the reader\'s language', function () {
   const browserIn = (lang: string) => new Browser(idp.url, { headers: { 'accept-language': lang } });
 
   it('lists the error page as translated', () => {
-    expect([...TRANSLATED_VIEWS]).to.include('error');
+    expect([...TRANSLATED_VIEWS]).to.include.members(['error', 'link-refused']);
+  });
+
+  it('says a refused link in English on its page as the services say it to the API', () => {
+    for (const reason of ['unknown', 'used', 'expired', 'exhausted'] as LinkRefusal[]) {
+      expect(translator('en')(`errors:linkRefused.messages.${reason}`)).to.equal(new LinkRefusedError('verify-email', reason).message);
+    }
   });
 
   for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
@@ -51,6 +58,17 @@ describe('Error pages in the reader\'s language', function () {
       expectIn(page, lang);
       expect(errorMessage(page.text)).to.equal(t('errors:sentences.redirectMismatch', { app: 'Build Monitor' }));
       expect(textOf(page)).to.include('https://elsewhere.example/cb').and.to.include(t('errors:sentences.redirectUriReceived'));
+    });
+
+    it(`shows a refused link's page in ${lang}, with the way to a new link`, async () => {
+      const reset = await browserIn(lang).get('/reset-password?token=no-such-token').expect(400);
+      expectIn(reset, lang);
+      expect(reset.text).to.include(`<title>${t('errors:linkRefused.titles.unknown')} · Horizon ID</title>`);
+      expect(errorMessage(reset.text)).to.equal(t('errors:linkRefused.messages.unknown'));
+      expect(textOf(reset)).to.include(t('errors:linkRefused.requestNew'));
+      const verify = await browserIn(lang).get('/verify-email?token=no-such-token').expect(400);
+      expectIn(verify, lang);
+      expect(verify.text).to.include('href="/login?return_to=%2Fgroups"');
     });
 
     it(`keeps an error page whose message has no ${lang} translation wholly English`, async () => {
