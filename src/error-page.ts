@@ -3,7 +3,7 @@ import { type Language, RESOURCES, translateMessage, translator } from './i18n.j
 interface PageLocals { title: string; [key: string]: unknown }
 
 /**
- * The error page shows messages from all over the service, most of them written in English for
+ * The error page (and the page of a failed sign-in with a provider) shows messages from all over the service, most of them written in English for
  * the API, the CLI and the logs. It follows the reader's language only when every sentence on it
  * is known (`errors:sentences`, or a service message of `messages`); otherwise the whole page
  * stays English, so that no page reads half in one language and half in another.
@@ -11,15 +11,23 @@ interface PageLocals { title: string; [key: string]: unknown }
 
 const VALUE = /\{\{(\w+)\}\}/g;
 
-/** Each English sentence of `errors:sentences` as a pattern (a `{{value}}` matches any text) with its key. */
-const SENTENCES = Object.entries((RESOURCES.en.errors as { sentences: Record<string, string> }).sentences).map(([key, text]) => ({
-  key: `errors:sentences.${key}`,
-  names: [...text.matchAll(VALUE)].map((found) => found[1]),
-  pattern: new RegExp(`^${text.split(VALUE).filter((_, i) => i % 2 === 0).map(escapeRegExp).join('(.+)')}$`),
-}));
+/**
+ * Each English sentence of `errors:sentences` and `upstream:sentences` (the failures of signing in
+ * with a provider) as a pattern (a `{{value}}` matches any text) with its key.
+ */
+const SENTENCES = ['errors', 'upstream'].flatMap((ns) =>
+  Object.entries((RESOURCES.en[ns] as { sentences: Record<string, string> }).sentences).map(([key, text]) => ({
+    key: `${ns}:sentences.${key}`,
+    names: [...text.matchAll(VALUE)].map((found) => found[1]),
+    pattern: new RegExp(`^${text.split(VALUE).filter((_, i) => i % 2 === 0).map(escapeRegExp).join('(.+)')}$`),
+  })),
+);
 
 /** The English `errors:sentences` (for the routes, which write the page's English). */
 export const errorsInEnglish = (key: string, values?: Record<string, unknown>) => translator('en')(`errors:sentences.${key}`, values);
+
+/** The views whose words come from all over the service, said by the rule above. */
+export const PAGES_OF_MESSAGES: ReadonlySet<string> = new Set(['error', 'upstream-error']);
 
 /** `text` in `lang`, or undefined when it has no translation; its values stay as they are. */
 function translateSentence(text: string, lang: Language, retryAfterS?: number): string | undefined {

@@ -28,8 +28,9 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'device/code',
   'device/confirm',
   'device/result',
-  // In the reader's language only when every sentence on it has a translation (error-page.ts).
+  // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
+  'upstream-error',
   'link-refused',
 ]);
 

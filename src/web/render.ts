@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import ejs from 'ejs';
 import type { Context } from 'koa';
 import { VIEWS } from '../paths.js';
-import { errorPageIn } from '../error-page.js';
+import { errorPageIn, PAGES_OF_MESSAGES } from '../error-page.js';
 import { formatDate, type Language, pageLanguage, translateHtml, translateMessage, translator } from '../i18n.js';
 
 const templates = new Map<string, ejs.TemplateFunction>();
@@ -64,13 +64,13 @@ export function render(ctx: Context, view: string, pageLocals: PageLocals, statu
 }
 
 /**
- * `view`'s language for this request (i18n.ts pageLanguage) with its locals in it. The error page
- * takes the reader's language only when all its words have a translation (error-page.ts), and is
+ * `view`'s language for this request (i18n.ts pageLanguage) with its locals in it. The error pages
+ * take the reader's language only when all their words have a translation (error-page.ts), and are
  * English otherwise.
  */
 export function inPageLanguage(ctx: Context, view: string, locals: PageLocals): { lang: Language; locals: PageLocals } {
   const lang = pageLanguage(ctx, view);
-  if (view !== 'error' || lang === 'en') return { lang, locals };
+  if (!PAGES_OF_MESSAGES.has(view) || lang === 'en') return { lang, locals };
   const translated = errorPageIn(lang, locals, retryAfterOf(ctx));
   if (translated) return { lang, locals: translated };
   ctx.set('Content-Language', 'en');

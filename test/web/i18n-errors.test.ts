@@ -6,6 +6,7 @@ import { errorMessage } from '../helpers/html.js';
 import { expectIn, textOf } from '../helpers/i18n.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { LANGUAGES, TRANSLATED_VIEWS, translator } from '../../src/i18n.js';
+import { errorPageIn } from '../../src/error-page.js';
 import { LinkRefusedError, type LinkRefusal } from '../../src/services/account-links.js';
 
 describe('Error pages in the reader\'s language', function () {
@@ -20,7 +21,15 @@ describe('Error pages in the reader\'s language', function () {
   const browserIn = (lang: string) => new Browser(idp.url, { headers: { 'accept-language': lang } });
 
   it('lists the error page as translated', () => {
-    expect([...TRANSLATED_VIEWS]).to.include.members(['error', 'link-refused']);
+    expect([...TRANSLATED_VIEWS]).to.include.members(['error', 'upstream-error', 'link-refused']);
+  });
+
+  it('translates an error page\'s words with their values, and none of them when one has no translation', () => {
+    const en = translator('en');
+    const title = en('upstream:sentences.failedWith', { provider: 'Acme SSO' });
+    const known = errorPageIn('de', { title, message: en('upstream:sentences.unreachable', { provider: 'Acme SSO' }) });
+    expect(known).to.deep.include({ title: translator('de')('upstream:sentences.failedWith', { provider: 'Acme SSO' }), message: translator('de')('upstream:sentences.unreachable', { provider: 'Acme SSO' }) });
+    expect(errorPageIn('de', { title, message: 'Your Acme SSO account is not in a domain allowed to sign in here.' })).to.equal(undefined);
   });
 
   it('says a refused link in English on its page as the services say it to the API', () => {
@@ -69,6 +78,16 @@ describe('Error pages in the reader\'s language', function () {
       const verify = await browserIn(lang).get('/verify-email?token=no-such-token').expect(400);
       expectIn(verify, lang);
       expect(verify.text).to.include('href="/login?return_to=%2Fgroups"');
+    });
+
+    it(`shows a failed sign-in with a provider in ${lang}`, async () => {
+      // A step of signing in with a provider, opened without the sign-in it belongs to.
+      const page = await browserIn(lang).get('/login/continue/sign-up').expect(400);
+      expect(page.text).to.include('data-testid="upstream-error"');
+      expectIn(page, lang);
+      expect(page.text).to.include(`<title>${t('upstream:sentences.failed')} · Horizon ID</title>`);
+      expect(errorMessage(page.text)).to.equal(t('upstream:sentences.stepExpired'));
+      expect(textOf(page)).to.include(t('upstream:otherWay'));
     });
 
     it(`keeps an error page whose message has no ${lang} translation wholly English`, async () => {
