@@ -52,8 +52,7 @@ import { refuseHashingWhenBusy } from './web/busy.js';
 import { csrfProtection } from './web/csrf.js';
 import { unanswered, webErrors } from './web/errors.js';
 import { oneTimeFlash } from './web/flash.js';
-import { pageLanguage } from './i18n.js';
-import { renderPage } from './web/render.js';
+import { inPageLanguage, renderPage } from './web/render.js';
 import { SiteSessions } from './web/session.js';
 import { ChangeVersions, registerChangeVersions } from './services/change-versions.js';
 import { Limits } from './services/limits.js';
@@ -159,7 +158,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
       ctx.type = 'html';
       ctx.status = status;
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = renderPage(view, { ...locals, lang: pageLanguage(ctx, view) });
+      const page = inPageLanguage(ctx, view, locals);
+      ctx.body = renderPage(view, { ...page.locals, lang: page.lang });
     },
     onError: (err) => onFault(err),
   });

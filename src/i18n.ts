@@ -35,6 +35,10 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'verify-email/outdated',
   'verify-email/sent',
   'signup/sent',
+  // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
+  'error',
+  'upstream-error',
+  'link-refused',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

@@ -12,6 +12,7 @@ import type { KeystoreSet } from './keystore.js';
 import type { ProviderKeys } from './keys.js';
 import { CookieSigner } from '../cookie-signing.js';
 import type { ProviderPages } from './pages.js';
+import { errorsInEnglish } from '../error-page.js';
 
 /** The provider's endpoints, at the addresses the service's clients are configured with. */
 export const ROUTES = {
@@ -304,5 +305,5 @@ async function renderError(pages: ProviderPages, ctx: KoaContextWithOIDC, out: E
     await pages.unknownClient(ctx, status);
     return;
   }
-  await pages.error(ctx, status, 'The request could not be completed', String(out.error_description ?? out.error ?? 'invalid request'));
+  await pages.error(ctx, status, errorsInEnglish('notCompleted'), String(out.error_description ?? out.error ?? 'invalid request'));
 }

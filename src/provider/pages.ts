@@ -7,6 +7,7 @@ import { isDisabled } from '../policies/site.js';
 import { consentSubject } from '../services/apps.js';
 import { describeScopes } from '../vocabulary.js';
 import { pageT } from '../i18n.js';
+import { errorsInEnglish as en } from '../error-page.js';
 
 /** Renders `views/<view>.ejs` in the site's layout as the response; `currentUser` fills the header. */
 export type RenderPage = (
@@ -73,15 +74,15 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async redirectMismatch(ctx: KoaContextWithOIDC, status: number): Promise<void> {
       const received = ctx.oidc?.params?.redirect_uri;
       render(ctx, 'error', {
-        title: 'Wrong redirect_uri',
-        message: `The redirect_uri of this request is not the authorization callback URL registered for ${clientName(ctx) ?? 'this application'}, so you cannot be sent back to it.`,
+        title: en('wrongRedirectUri'),
+        message: clientName(ctx) ? en('redirectMismatch', { app: clientName(ctx) }) : en('redirectMismatchUnnamed'),
         status,
         currentUser: await signedInUser(ctx),
         details: [
-          { label: 'Application', value: clientName(ctx) ?? '' },
-          { label: 'redirect_uri received', value: typeof received === 'string' ? received : '(none)', code: true },
+          { label: en('application'), value: clientName(ctx) ?? '' },
+          { label: en('redirectUriReceived'), value: typeof received === 'string' ? received : null, code: true },
         ],
-        hint: 'If you develop this application, make its redirect_uri equal its Authorization callback URL (the group → Settings → Developer).',
+        hint: en('redirectHint'),
       }, status);
     },
 
@@ -92,12 +93,12 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async unknownClient(ctx: KoaContextWithOIDC, status: number): Promise<void> {
       const received = ctx.oidc?.params?.client_id;
       render(ctx, 'error', {
-        title: 'Unknown application',
-        message: 'The application you were sent here to sign in to does not exist on this server, or it was deleted.',
+        title: en('unknownApp'),
+        message: en('unknownAppMessage'),
         status,
         currentUser: await signedInUser(ctx),
-        details: [{ label: 'client_id received', value: typeof received === 'string' ? received : '(none)', code: true }],
-        hint: 'If you develop this application, check its client_id against the group → Settings → Developer.',
+        details: [{ label: en('clientIdReceived'), value: typeof received === 'string' ? received : null, code: true }],
+        hint: en('unknownAppHint'),
       }, status);
     },
 

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError, RetryLaterError } from '../errors.js';
 import { pageLanguage, pageT } from '../i18n.js';
-import { LinkRefusedError, type LinkRefusal } from '../services/account-links.js';
+import { LinkRefusedError } from '../services/account-links.js';
 import { requestPasswordReset, resetPassword, resetTarget } from '../services/password-reset.js';
 import { resendVerification, verifyEmail } from '../services/verification.js';
 import { formFields, requireUser, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
@@ -112,14 +112,9 @@ export async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>)
   }
 }
 
-const REFUSED_TITLES: Record<LinkRefusal, string> = {
-  unknown: 'Link not valid',
-  used: 'Link already used',
-  expired: 'Link expired',
-  exhausted: 'Link spent',
-};
-
 /** A clear page for a link that cannot be used, with the way to a new one. */
 export function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
-  render(ctx, 'link-refused', { title: REFUSED_TITLES[err.reason], message: err.message, purpose: err.purpose }, err.status);
+  // The page says the refusal by its reason, in the reader's language (the API's err.message is English).
+  const t = pageT(ctx, 'link-refused');
+  render(ctx, 'link-refused', { title: t(`errors:linkRefused.titles.${err.reason}`), message: t(`errors:linkRefused.messages.${err.reason}`), purpose: err.purpose }, err.status);
 }

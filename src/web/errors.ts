@@ -3,6 +3,7 @@ import { AppError, RetryLaterError } from '../errors.js';
 import { signedInUserById } from '../services/users.js';
 import { isStorageOutage, isValueError, OUTAGE_RETRY_AFTER_S, VALUE_ERROR_MESSAGE } from '../storage.js';
 import { returnToQuery, type WebDeps } from './context.js';
+import { errorsInEnglish as en } from '../error-page.js';
 import { render as renderView } from './render.js';
 
 /** What reading the signed-in user needs; without it (a bare handler in a test) the header stays signed out. */
@@ -50,11 +51,11 @@ export function webErrors(onFault: (err: unknown, ctx: Context) => void, deps: S
         onFault(err, ctx);
         // Storage is away: the session cannot be read either, so the header stays as it is.
         ctx.set('Retry-After', String(OUTAGE_RETRY_AFTER_S));
-        renderView(ctx, 'error', { title: 'Temporarily unavailable', message: 'Storage is unreachable right now. Try again in a moment.', status: 503 }, 503);
+        renderView(ctx, 'error', { title: en('unavailable'), message: en('storageAway'), status: 503 }, 503);
         return;
       }
       onFault(err, ctx);
-      await render(ctx, 'error', { title: 'Something went wrong', message: 'An unexpected error happened. It has been logged.', status: 500 }, 500);
+      await render(ctx, 'error', { title: en('somethingWrong'), message: en('unexpected'), status: 500 }, 500);
     }
   };
 }
@@ -68,10 +69,10 @@ export async function unanswered(ctx: Context, deps: SignedInDeps, allowed: stri
   await withSignedInUser(ctx, deps);
   if (allowed.length) ctx.set('Allow', allowed.join(', '));
   if (ctx.status === 405 || allowed.length) {
-    renderView(ctx, 'error', { title: 'Method not allowed', message: `This address does not take ${ctx.method} requests.`, status: 405 }, 405);
+    renderView(ctx, 'error', { title: en('methodNotAllowed'), message: en('methodNotTaken', { method: ctx.method }), status: 405 }, 405);
     return;
   }
-  renderView(ctx, 'error', { title: 'Page not found', message: 'There is nothing at this address.', status: 404 }, 404);
+  renderView(ctx, 'error', { title: en('pageNotFound'), message: en('nothingHere'), status: 404 }, 404);
 }
 
 /** Reads the signed-in user for the header when the page steps have not (yet); a failed lookup leaves it signed out. */
@@ -86,16 +87,18 @@ async function withSignedInUser(ctx: Context, deps: SignedInDeps): Promise<void>
 }
 
 function titleFor(status: number): string {
-  switch (status) {
-    case 400: return 'Bad request';
-    case 403: return 'Not allowed';
-    case 404: return 'Not found';
-    case 405: return 'Method not allowed';
-    case 409: return 'Conflict';
-    case 413: return 'Too large';
-    case 415: return 'Unsupported content type';
-    case 429: return 'Too many requests';
-    case 503: return 'Temporarily unavailable';
-    default: return 'Error';
-  }
+  return en(TITLES[status] ?? 'error');
 }
+
+/** The title of each status's page (`errors:sentences`); any other status is an "Error". */
+const TITLES: Record<number, string> = {
+  400: 'badRequest',
+  403: 'notAllowed',
+  404: 'notFound',
+  405: 'methodNotAllowed',
+  409: 'conflict',
+  413: 'tooLarge',
+  415: 'unsupportedType',
+  429: 'tooManyRequests',
+  503: 'unavailable',
+};

@@ -30,7 +30,7 @@ import { hasPassword } from '../services/passwords.js';
 import { sendSecurityNotice } from '../services/security-notices.js';
 import { hasTwoFactor, verifySecondFactor } from '../services/two-factor.js';
 import { AccountDisabledError, signIn, signedInUserById } from '../services/users.js';
-import { pageT } from '../i18n.js';
+import { pageT, translator } from '../i18n.js';
 import { formFields, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { render } from './render.js';
@@ -169,7 +169,8 @@ function renderFailure(ctx: Context, deps: WebDeps, failure: UpstreamFailure, op
     ? { action: `/login/upstream/${options.slug}`, uid: 'flow' in place ? place.flow : '', returnTo: 'site' in place ? place.site : '' }
     : null;
   render(ctx, 'upstream-error', {
-    title: options.providerName ? `Signing in with ${options.providerName} did not work` : 'Signing in did not work',
+    // In English: the page follows the reader's language when its message has a translation too (error-page.ts).
+    title: options.providerName ? translator('en')('upstream:sentences.failedWith', { provider: options.providerName }) : translator('en')('upstream:sentences.failed'),
     message: failure.message,
     retry,
     otherWay: signInPageOf(place),

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import ejs from 'ejs';
 import type { Context } from 'koa';
 import { VIEWS } from '../paths.js';
+import { errorPageIn, PAGES_OF_MESSAGES } from '../error-page.js';
 import { formatDate, type Language, pageLanguage, translateHtml, translateMessage, translator } from '../i18n.js';
 
 const templates = new Map<string, ejs.TemplateFunction>();
@@ -43,8 +44,8 @@ export function renderPage(view: string, locals: PageLocals & { currentUser?: un
  * A page in the reader's language when `view` is translated (i18n.ts), English otherwise. The
  * messages beside its fields come from the services in English: they are translated here.
  */
-export function render(ctx: Context, view: string, locals: PageLocals, status = 200): void {
-  const lang = pageLanguage(ctx, view);
+export function render(ctx: Context, view: string, pageLocals: PageLocals, status = 200): void {
+  const { lang, locals } = inPageLanguage(ctx, view, pageLocals);
   ctx.status = status;
   ctx.type = 'html';
   ctx.set('Cache-Control', 'no-store');
@@ -62,11 +63,28 @@ export function render(ctx: Context, view: string, locals: PageLocals, status = 
   });
 }
 
+/**
+ * `view`'s language for this request (i18n.ts pageLanguage) with its locals in it. The error pages
+ * take the reader's language only when all their words have a translation (error-page.ts), and are
+ * English otherwise.
+ */
+export function inPageLanguage(ctx: Context, view: string, locals: PageLocals): { lang: Language; locals: PageLocals } {
+  const lang = pageLanguage(ctx, view);
+  if (!PAGES_OF_MESSAGES.has(view) || lang === 'en') return { lang, locals };
+  const translated = errorPageIn(lang, locals, retryAfterOf(ctx));
+  if (translated) return { lang, locals: translated };
+  ctx.set('Content-Language', 'en');
+  return { lang: 'en', locals };
+}
+
+function retryAfterOf(ctx: Context): number | undefined {
+  const retryAfter = ctx.response.get('Retry-After');
+  return retryAfter ? Number(retryAfter) : undefined;
+}
+
 /** The messages beside a form's fields in `lang`; a rate limit's wait is said from the Retry-After its route has set. */
 function translatedErrors(ctx: Context, errors: Record<string, string>, lang: Language): Record<string, string> {
-  const retryAfter = ctx.response.get('Retry-After');
-  const retryAfterS = retryAfter ? Number(retryAfter) : undefined;
-  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, translateMessage(message, lang, retryAfterS)]));
+  return Object.fromEntries(Object.entries(errors).map(([field, message]) => [field, translateMessage(message, lang, retryAfterOf(ctx))]));
 }
 
 export function renderError(ctx: Context, status: number, title: string, message: string): void {
