@@ -36,13 +36,19 @@ describeEachProfile('Settings areas in a real browser: sidebar navigation', func
       links.filter((a) => (a as HTMLElement).offsetParent !== null).map((a) => [a.textContent!.trim(), new URL((a as HTMLAnchorElement).href).pathname]));
   const box = async (page: Page, selector: string) => (await page.locator(selector).first().boundingBox())!;
 
+  /** A group's owner signed in at `viewport`, and the pages of `area` as [name, path]. */
+  const signedInOwner = async (area: 'Account settings' | 'Group settings', viewport: { width: number; height: number }) => {
+    const owner = await makeUser(idp.db);
+    const group = await makeGroup(idp.db, owner.id);
+    const pages = area === 'Account settings' ? ACCOUNT_PAGES : GROUP_PAGES(group.path);
+    const page = await chromium.newPage({ viewport });
+    await signInThroughPage(page, idp.url, owner);
+    return { pages, page };
+  };
+
   for (const area of ['Account settings', 'Group settings'] as const) {
     it(`${area}: at 1200 px every page of the area is listed left of the page, the current one marked`, async () => {
-      const owner = await makeUser(idp.db);
-      const group = await makeGroup(idp.db, owner.id);
-      const pages = area === 'Account settings' ? ACCOUNT_PAGES : GROUP_PAGES(group.path);
-      const page = await chromium.newPage({ viewport: DESKTOP });
-      await signInThroughPage(page, idp.url, owner);
+      const { pages, page } = await signedInOwner(area, DESKTOP);
       for (const [name, path] of pages) {
         await page.goto(`${idp.url}${path}`);
         const nav = page.getByRole('navigation', { name: area });
@@ -58,11 +64,7 @@ describeEachProfile('Settings areas in a real browser: sidebar navigation', func
     });
 
     it(`${area}: at 390 px no page is wider than the phone and the pages are a menu above the page`, async () => {
-      const owner = await makeUser(idp.db);
-      const group = await makeGroup(idp.db, owner.id);
-      const pages = area === 'Account settings' ? ACCOUNT_PAGES : GROUP_PAGES(group.path);
-      const page = await chromium.newPage({ viewport: PHONE });
-      await signInThroughPage(page, idp.url, owner);
+      const { pages, page } = await signedInOwner(area, PHONE);
       for (const [name, path] of pages) {
         await page.goto(`${idp.url}${path}`);
         expect(await page.evaluate(() => document.documentElement.scrollWidth), path).to.be.at.most(PHONE.width);

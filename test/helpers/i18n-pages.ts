@@ -7,7 +7,7 @@ import { unescapeHtml } from './html.js';
  * The English sentences of the resources, cut where a value or markup goes in: any of more than
  * three words seen on a German or Japanese page is a string left untranslated.
  */
-export const ENGLISH: string[] = (() => {
+const ENGLISH: string[] = (() => {
   const texts: string[] = [];
   const walk = (tree: unknown) => {
     for (const value of Object.values(tree as Record<string, unknown>)) {
