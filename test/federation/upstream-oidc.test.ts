@@ -292,7 +292,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
       upstream.state.tamper = tamper;
       const b = browser();
       const page = await continueWith(b, 'upstream');
-      expect(page.status, page.text.slice(0, 300)).to.equal(502);
+      expect(page.status, page.text.slice(0, 300)).to.equal(424);
       expect(page.text).to.include('answer could not be verified');
       expect(await findIdentity(idp.db, providerIds.upstream!, p.sub)).to.equal(undefined);
       await expectSignedOut(b);
@@ -304,7 +304,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     const b = browser();
     const page = await b.get('/login').expect(200);
     const started = Date.now();
-    const answer = await b.fill(page, '/login/upstream/hangs').expect(504);
+    const answer = await b.fill(page, '/login/upstream/hangs').expect(424);
     const took = Date.now() - started;
     expect(took).to.be.within(4500, 9000);
     expect(answer.text).to.include('did not answer in time');
@@ -317,7 +317,7 @@ describeEachProfile('Sign-in with an upstream OpenID Connect provider', (profile
     const answer = await continueWith(b, 'upstream', { stopAtCallback: true });
     upstream.state.tamper = 'hang-token';
     const started = Date.now();
-    const page = await b.get(answer.headers.get('location')!).expect(504);
+    const page = await b.get(answer.headers.get('location')!).expect(424);
     expect(Date.now() - started).to.be.within(4500, 9000);
     expect(page.text).to.include('did not answer in time');
     expect(await findIdentity(idp.db, providerIds.upstream!, p.sub)).to.equal(undefined);

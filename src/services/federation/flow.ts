@@ -123,6 +123,13 @@ function causes(err: unknown): unknown[] {
   return chain;
 }
 
+/**
+ * The status of a page saying the provider failed (did not answer, answered with an error or with
+ * something unverifiable): 424 Failed Dependency, not a 5xx. This server worked; a 5xx would page
+ * its operators for another site's outage. The failures are counted by reason in the metrics.
+ */
+const UPSTREAM_FAILED = 424;
+
 /** An error of openid-client, fetch or the upstream, as the failure the person is shown. */
 export function failureOf(err: unknown, providerName: string): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
@@ -131,16 +138,16 @@ export function failureOf(err: unknown, providerName: string): UpstreamFailure {
   // Only the errors' own words: a cause may be the callback's parameters, and its code is a credential.
   const detail = chain.filter((e): e is Error => e instanceof Error).map((e) => `${e.name}: ${e.message}`).join(' <- ').slice(0, 500);
   if (named('TimeoutError') || named('AbortError')) {
-    return new UpstreamFailure('timeout', 504, `${providerName} did not answer in time. It may be busy or unreachable: try again in a moment, or use another way to sign in.`, detail);
+    return new UpstreamFailure('timeout', UPSTREAM_FAILED, `${providerName} did not answer in time. It may be busy or unreachable: try again in a moment, or use another way to sign in.`, detail);
   }
   if (err instanceof client.AuthorizationResponseError) {
     if (err.error === 'access_denied') {
       return new UpstreamFailure('denied', 403, `${providerName} did not sign you in: the request was declined there. You can try again, or use another way to sign in.`, detail);
     }
-    return new UpstreamFailure('upstream_error', 502, `${providerName} answered with an error (${err.error.replace(/[^a-z_]/gi, '').slice(0, 40)}). Try again, or use another way to sign in.`, detail);
+    return new UpstreamFailure('upstream_error', UPSTREAM_FAILED, `${providerName} answered with an error (${err.error.replace(/[^a-z_]/gi, '').slice(0, 40)}). Try again, or use another way to sign in.`, detail);
   }
   if (chain.some((e) => e instanceof TypeError && /fetch failed/.test(e.message)) || chain.some((e) => typeof (e as { code?: unknown }).code === 'string' && /^(ECONNREFUSED|ENOTFOUND|ECONNRESET|EAI_AGAIN|EHOSTUNREACH|UND_ERR_)/.test((e as { code: string }).code))) {
-    return new UpstreamFailure('unreachable', 502, `${providerName} could not be reached. Try again in a moment, or use another way to sign in.`, detail);
+    return new UpstreamFailure('unreachable', UPSTREAM_FAILED, `${providerName} could not be reached. Try again in a moment, or use another way to sign in.`, detail);
   }
   if (chain.some((e) => e instanceof UpstreamAnswerError && e.reason === 'domain')) {
     return new UpstreamFailure('domain_not_allowed', 403, `Your ${providerName} account is not in a domain allowed to sign in here. Use an account of the allowed domain, or another way to sign in.`, detail);
@@ -148,7 +155,7 @@ export function failureOf(err: unknown, providerName: string): UpstreamFailure {
   if (chain.some((e) => e instanceof client.ClientError && /state/i.test(e.message))) {
     return new UpstreamFailure('bad_state', 400, 'This answer does not belong to a sign-in started in this browser. Start again from the sign-in page.', detail);
   }
-  return new UpstreamFailure('invalid_response', 502, `${providerName}'s answer could not be verified, so it was not used to sign you in. Try again, or use another way to sign in.`, detail);
+  return new UpstreamFailure('invalid_response', UPSTREAM_FAILED, `${providerName}'s answer could not be verified, so it was not used to sign you in. Try again, or use another way to sign in.`, detail);
 }
 
 /**

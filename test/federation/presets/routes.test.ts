@@ -133,7 +133,7 @@ describeEachProfile('Sign-in with Microsoft (organizations) through the sign-in 
     entra.signInAs(`sub-${id}`);
     const failed = await continueWithMicrosoft(new Browser(idp.url, { also: [entra.base] }));
     expect(failed.url.pathname).to.equal('/login/callback/ms');
-    expect(failed.status).to.equal(502);
+    expect(failed.status).to.equal(424);
     expect(failed.text).to.include('could not be verified');
   });
 });
