@@ -141,23 +141,59 @@ export function formatDate(date: Date, lang: Language): string {
   return `${DATE_FORMATS.get(lang)!.format(date)} UTC`;
 }
 
-/** The English sentence of each `messages` key, to find the key of a message the services wrote. */
-const MESSAGE_KEYS = new Map(Object.entries(RESOURCES.en.messages as Record<string, string>).map(([key, text]) => [text, key]));
+/**
+ * The message tables: the `messages` namespace and any `messages-<area>` beside it. Each key's
+ * English sentence is a message exactly as the services write it; `{{name}}` stands for a value
+ * (a number, a name) that the sentence in another language carries over.
+ */
+const MESSAGE_NAMESPACES = NAMESPACES.filter((ns) => ns === 'messages' || ns.startsWith('messages-'));
+
+type MessagePattern = { pattern: RegExp; key: string; names: string[] };
+
+/** The key of each fixed English message, and the patterns of those with values. */
+const { MESSAGE_KEYS, MESSAGE_PATTERNS } = (() => {
+  const keys = new Map<string, string>();
+  const patterns: MessagePattern[] = [];
+  for (const ns of MESSAGE_NAMESPACES) {
+    for (const [key, text] of Object.entries(RESOURCES.en[ns] as Record<string, string>)) {
+      if (key.startsWith('_')) continue;
+      const names = [...text.matchAll(PLACEHOLDER)].map((found) => found[1]!);
+      if (names.length === 0) {
+        keys.set(text, `${ns}:${key}`);
+        continue;
+      }
+      const source = text.split(PLACEHOLDER).map((part, i) => (i % 2 === 1 ? '(.+?)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
+      patterns.push({ pattern: new RegExp(`^${source}$`, 's'), key: `${ns}:${key}`, names });
+    }
+  }
+  return { MESSAGE_KEYS: keys, MESSAGE_PATTERNS: patterns };
+})();
 const TRY_AGAIN = / Try again in [^.]+\.$/;
+
+/** The translation of one English message of the tables, or undefined when none has it. */
+function translateKnown(message: string, t: Translate): string | undefined {
+  const key = MESSAGE_KEYS.get(message);
+  if (key) return t(key);
+  for (const { pattern, key: patternKey, names } of MESSAGE_PATTERNS) {
+    const found = pattern.exec(message);
+    if (found) return t(patternKey, Object.fromEntries(names.map((name, i) => [name, found[i + 1]])));
+  }
+  return undefined;
+}
 
 /**
  * A message of the services (which speak English to the API, the CLI and the logs) in `lang`,
- * when `messages` has it; a rate limit's "Try again in …" is said again from `retryAfterS`.
- * A message without a translation stays as it is.
+ * when a message table has it, values and all; a rate limit's "Try again in …" is said again
+ * from `retryAfterS`. A message without a translation stays as it is.
  */
 export function translateMessage(message: string, lang: Language, retryAfterS?: number): string {
   if (lang === 'en') return message;
   const t = translator(lang);
-  const key = MESSAGE_KEYS.get(message);
-  if (key) return t(`messages:${key}`);
+  const known = translateKnown(message, t);
+  if (known !== undefined) return known;
   if (retryAfterS !== undefined && TRY_AGAIN.test(message)) {
-    const reason = MESSAGE_KEYS.get(message.replace(TRY_AGAIN, ''));
-    if (reason) return `${t(`messages:${reason}`)}${t('messages:_separator')}${t('messages:_tryAgain', { wait: inWords(retryAfterS, lang) })}`;
+    const reason = translateKnown(message.replace(TRY_AGAIN, ''), t);
+    if (reason !== undefined) return `${reason}${t('messages:_separator')}${t('messages:_tryAgain', { wait: inWords(retryAfterS, lang) })}`;
   }
   return message;
 }
