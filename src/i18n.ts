@@ -35,6 +35,17 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'verify-email/outdated',
   'verify-email/sent',
   'signup/sent',
+  // Account settings, part 1 (area "account"): profile, password, sessions, applications, sign-in methods, deleting, confirming access, and the page after a password reset.
+  'account/settings/profile',
+  'account/settings/password',
+  'account/settings/sessions',
+  'account/settings/applications',
+  'account/settings/delete',
+  'account/deleted',
+  'account/sign-in-methods',
+  'account/confirm-access',
+  'account/verify-first',
+  'password-reset/done',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',

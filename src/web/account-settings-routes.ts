@@ -12,18 +12,20 @@ import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
 import { SIGN_IN_METHODS } from './sign-in-methods-routes.js';
 import { hasPassword } from '../services/passwords.js';
 
 const BASE = '/account/settings';
 
+/** Each `?notice=` to its sentence's key (account:notices). */
 const NOTICES: Record<string, string> = {
-  'profile-saved': 'Profile saved.',
-  'email-pending': 'Profile saved.',
-  'email-changed': 'Your e-mail address is changed, and verified.',
-  'password-changed': 'Password changed. Every other session was signed out.',
-  'session-signed-out': 'That session is signed out.',
-  'others-signed-out': 'Every other session is signed out.',
+  'profile-saved': 'profileSaved',
+  'email-pending': 'profileSaved',
+  'email-changed': 'emailChanged',
+  'password-changed': 'passwordChanged',
+  'session-signed-out': 'sessionSignedOut',
+  'others-signed-out': 'othersSignedOut',
 };
 
 /**
@@ -33,14 +35,15 @@ const NOTICES: Record<string, string> = {
 export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const router = new Router();
 
-  function notice(ctx: Context): string | null {
+  /** The page's notice in its language (`view`'s). */
+  function notice(ctx: Context, view: string): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES[key] ?? null;
+    return Object.hasOwn(NOTICES, key) ? pageT(ctx, view)(`account:notices.${NOTICES[key]}`) : null;
   }
 
   async function renderProfile(ctx: Context, user: UserRow, values: { name: string; email: string }, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/profile', {
-      title: 'Profile · Account settings',
+      title: pageT(ctx, 'account/settings/profile')('account:titles.profile'),
       tab: 'profile',
       values,
       errors,
@@ -51,7 +54,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       emailVerified: Boolean(user.email_verified_at),
       // A new address waiting for its link looks the same whether or not another account has it.
       pendingEmail: await pendingEmailChange(deps.db, user.id),
-      flash: notice(ctx),
+      flash: notice(ctx, 'account/settings/profile'),
     }, status);
   }
 
@@ -99,7 +102,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   });
 
   function renderPassword(ctx: Context, errors: Record<string, string> = {}, status = 200) {
-    render(ctx, 'account/settings/password', { title: 'Password · Account settings', tab: 'password', errors, labels: LABELS.password, flash: notice(ctx) }, status);
+    render(ctx, 'account/settings/password', { title: pageT(ctx, 'account/settings/password')('account:titles.password'), tab: 'password', errors, labels: LABELS.password, flash: notice(ctx, 'account/settings/password') }, status);
   }
 
   // An account made by an upstream sign-in has no current password to ask for: it sets a first one.
@@ -131,7 +134,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
     const user = requireUser(ctx);
     const current = await deps.sessions.uid(ctx);
     const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current));
-    render(ctx, 'account/settings/sessions', { title: 'Sessions · Account settings', tab: 'sessions', sessions, flash: notice(ctx) });
+    render(ctx, 'account/settings/sessions', { title: pageT(ctx, 'account/settings/sessions')('account:titles.sessions'), tab: 'sessions', sessions, flash: notice(ctx, 'account/settings/sessions') });
   });
 
   // The addresses the Sessions forms post to, opened on their own: the list.
@@ -161,7 +164,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
 
   async function renderDelete(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/delete', {
-      title: 'Delete account · Account settings',
+      title: pageT(ctx, 'account/settings/delete')('account:titles.delete'),
       tab: 'delete',
       errors,
       labels: LABELS.deleteAccount,
@@ -198,7 +201,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   });
 
   router.get('/account/deleted', (ctx) => {
-    render(ctx, 'account/deleted', { title: 'Account deleted' });
+    render(ctx, 'account/deleted', { title: pageT(ctx, 'account/deleted')('account:titles.deleted') });
   });
 
   return router;

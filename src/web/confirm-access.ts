@@ -10,6 +10,7 @@ import { hasTwoFactor, verifySecondFactor } from '../services/two-factor.js';
 import { requireUser, safeReturnTo, type WebDeps } from './context.js';
 import type { PasskeyChallenges } from './passkey-routes.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
 
 /**
  * Re-authentication ("sudo mode", as GitHub has it). A change that would let someone holding a
@@ -45,6 +46,11 @@ const ACTIONS: Record<SensitiveAction, { words: string; page: string }> = {
   'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings/sign-in-methods' },
   'set-password': { words: 'set a password', page: '/account/settings/sign-in-methods' },
 };
+
+/** The change whose English words are `words` ("add a passkey"): the pages that get a change in words say it in theirs (verified-address.ts). */
+export function actionInWords(words: string): SensitiveAction | undefined {
+  return (Object.keys(ACTIONS) as SensitiveAction[]).find((action) => ACTIONS[action].words === words);
+}
 
 function isSensitiveAction(value: unknown): value is SensitiveAction {
   return typeof value === 'string' && Object.hasOwn(ACTIONS, value);
@@ -192,9 +198,11 @@ export class AccessConfirmation {
   async renderPrompt(ctx: Context, user: UserRow, prompt: Prompt, errors: Record<string, string>, status: number): Promise<void> {
     const [twoFactor, passkeys] = await Promise.all([hasTwoFactor(this.deps.db, user.id), listPasskeys(this.deps.db, user.id)]);
     const about = prompt.action ? ACTIONS[prompt.action] : undefined;
+    const t = pageT(ctx, 'account/confirm-access');
     render(ctx, 'account/confirm-access', {
-      title: 'Confirm access',
-      purpose: about?.words ?? null,
+      title: t('account:titles.confirmAccess'),
+      // The change in the page's words (account:purpose, the English of ACTIONS).
+      purpose: prompt.action ? t(`account:purpose.${prompt.action}`) : null,
       cancel: about?.page ?? '/account/settings',
       target: prompt.target,
       carried: prompt.carried,

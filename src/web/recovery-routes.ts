@@ -8,6 +8,7 @@ import { describeUserAgent } from '../presenters/session.js';
 import { passwordStamp, RECOVERY_MS, recoveringAccount, recoveryView, removeAllForRecovery, removeForRecovery } from '../services/recovery.js';
 import { formFields, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
 import { SignedCookie } from './signed-cookie.js';
 
 /**
@@ -46,9 +47,10 @@ class NoRecoveryPassError extends AppError {
 
 const DONE = '/reset-password/done';
 
+/** Each `?notice=` to its sentence's key (account:notices). */
 const NOTICES: Record<string, string> = {
-  removed: 'Removed.',
-  'all-removed': 'Everything listed was removed.',
+  removed: 'removed',
+  'all-removed': 'allRemoved',
 };
 
 export function recoveryRoutes(deps: WebDeps & { provider: Provider }): Router {
@@ -60,8 +62,10 @@ export function recoveryRoutes(deps: WebDeps & { provider: Provider }): Router {
     const signInAt = safeReturnTo(ctx.query.return_to, '/login');
     const recovering = await pass.account(ctx, deps);
     const view = recovering ? await recoveryView({ db: deps.db, provider: deps.provider }, recovering.user.id) : undefined;
+    const t = pageT(ctx, 'password-reset/done');
+    const notice = String(ctx.query.notice ?? '');
     render(ctx, 'password-reset/done', {
-      title: 'Password changed',
+      title: t('account:titles.passwordChanged'),
       signInAt,
       returnTo: safeReturnTo(ctx.query.return_to, ''),
       cleared: recovering?.cleared ?? false,
@@ -70,7 +74,7 @@ export function recoveryRoutes(deps: WebDeps & { provider: Provider }): Router {
         ...view,
         sessions: view.sessions.map((s) => ({ ...s, browser: describeUserAgent(s.userAgent) })),
       },
-      flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
+      flash: Object.hasOwn(NOTICES, notice) ? t(`account:notices.${NOTICES[notice]}`) : null,
     });
   });
 

@@ -16,6 +16,7 @@ import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
 import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 
@@ -206,11 +207,12 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
   router.get('/applications', async (ctx) => {
     const user = requireUser(ctx);
     const grants = await authorizedApplicationsOf(db, user.id);
+    const t = pageT(ctx, 'account/settings/applications');
     render(ctx, 'account/settings/applications', {
-      title: 'Authorized applications · Account settings',
+      title: t('account:titles.applications'),
       tab: 'applications',
       applications: grants.map(authorizedApplication),
-      flash: notice(ctx),
+      flash: ctx.query.notice === 'app-revoked' ? t('account:notices.appRevoked') : notice(ctx),
     });
   });
 

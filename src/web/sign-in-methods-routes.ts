@@ -11,6 +11,7 @@ import type { AccessConfirmation } from './confirm-access.js';
 import { formFields, requireUser, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
 import { refuseUnverified } from './verified-address.js';
 import { mayAddCredentials } from '../policies/account.js';
 import { noticeToOwner } from './security-notice.js';
@@ -33,16 +34,17 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
 
   async function flash(ctx: Context, methods: Awaited<ReturnType<typeof signInMethodsOf>>): Promise<string | null> {
     const notice = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    if (notice === 'password-set') return 'Password set. You can now sign in with it too.';
+    const t = pageT(ctx, 'account/sign-in-methods');
+    if (notice === 'password-set') return t('account:notices.passwordSet');
     if (notice === 'linked') {
       // The identity linked last is the one the round trip just linked.
       const latest = [...methods.identities].sort((a, b) => (b.linkedAt ?? '').localeCompare(a.linkedAt ?? '') || b.id - a.id)[0];
-      return latest ? `Linked ${latest.providerName}.` : null;
+      return latest ? t('account:notices.linked', { provider: latest.providerName }) : null;
     }
     if (notice === 'unlinked') {
       const slug = typeof ctx.query.provider === 'string' ? ctx.query.provider : '';
       const provider = await signInProviderBySlug(deps.db, slug);
-      return provider ? `Unlinked ${provider.name}.` : 'Unlinked.';
+      return provider ? t('account:notices.unlinkedProvider', { provider: provider.name }) : t('account:notices.unlinked');
     }
     return null;
   }
@@ -50,7 +52,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
   async function renderPage(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     const methods = await signInMethodsOf(deps.db, user);
     render(ctx, 'account/sign-in-methods', {
-      title: 'Sign-in methods · Account settings',
+      title: pageT(ctx, 'account/sign-in-methods')('account:titles.signInMethods'),
       tab: 'sign-in-methods',
       methods,
       errors,

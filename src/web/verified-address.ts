@@ -2,6 +2,8 @@ import type { Context, Next } from 'koa';
 import { mayAddCredentials } from '../policies/account.js';
 import { requireUser, type WebDeps } from './context.js';
 import { render } from './render.js';
+import { pageT } from '../i18n.js';
+import { actionInWords } from './confirm-access.js';
 
 /**
  * Before a form that adds a way into the account (a passkey, an authenticator app, a personal
@@ -13,9 +15,12 @@ export function refuseUnverified(deps: WebDeps, what: string) {
   return async function verifiedAddressFirst(ctx: Context, next: Next): Promise<void> {
     const user = requireUser(ctx);
     if (mayAddCredentials(user, deps.config.requireVerifiedEmail)) return next();
+    const t = pageT(ctx, 'account/verify-first');
+    const action = actionInWords(what);
     render(ctx, 'account/verify-first', {
-      title: 'Verify your e-mail address first',
-      what,
+      title: t('account:titles.verifyFirst'),
+      // `what` in the page's words when it is one of Confirm access's changes (account:purpose).
+      purpose: action ? t(`account:purpose.${action}`) : what,
       email: user.email,
       back: ctx.path.startsWith('/account/settings/') ? ctx.path.split('/').slice(0, 4).join('/') : '/account/settings',
       hideVerifyBanner: true,

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { formatDate } from '../../src/i18n.js';
 import { isWellFormedToken } from '../../src/tokens.js';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
@@ -210,7 +211,10 @@ describeEachProfile('account settings pages', (profile) => {
       expect(week!.html).to.include('a week');
       expect(week!.html).to.include('<span class="scope">groups:read-only</span>');
       const weekCells = [...week!.html.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.trim());
-      expect(weekCells[2]).to.match(/^<time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>$/);
+      // The date as the page's language writes it (en: "Nov 28, 2026, 5:42 AM UTC"), the ISO value in datetime.
+      const created = /^<time datetime="([^"]+)">([^<]+)<\/time>$/.exec(weekCells[2]!);
+      expect(created, weekCells[2]).to.not.equal(null);
+      expect(created![2]).to.equal(formatDate(new Date(created![1]!), 'en')).and.match(/ UTC$/);
       expect(weekCells[3]).to.equal('never');
       const expires = /datetime="([^"]+)"/.exec(weekCells[4]!)![1]!;
       expect(Date.parse(expires) - Date.now()).to.be.within(7 * 86_400_000 - 60_000, 7 * 86_400_000 + 60_000);

@@ -10,6 +10,7 @@ import { Browser, signIn, visit } from '../helpers/browser.js';
 import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, findOnceKey, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
+import { formatDate } from '../../src/i18n.js';
 
 const SCRIPT = '<script>alert(1)</script>';
 const IMG = '"><img src=x onerror=alert(1)>';
@@ -175,7 +176,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       await idp.db('oauth_app_secrets').where({ id: secret!.id }).update({ last_used_at: '2031-02-03T04:05:06.000Z' });
       const res = await client.get(appPage(group, app.clientId)).expect(200);
       const [row] = rows(res.text, 'secret-row');
-      expect(row).to.include('2031-02-03 04:05 UTC').and.not.include('never');
+      expect(row).to.include(formatDate(new Date('2031-02-03T04:05:06.000Z'), 'en')).and.not.include('never');
       expect(res.text).to.match(/<tr data-testid="secret-row"[\s\S]*?<time datetime="\d{4}-\d\d-\d\dT[^"]+">[\s\S]*?<time datetime="2031-02-03T04:05:06.000Z">/);
     });
 
