@@ -35,6 +35,13 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'verify-email/outdated',
   'verify-email/sent',
   'signup/sent',
+  // Account settings, security: two-factor authentication, recovery codes, passkeys, access tokens.
+  'account/settings/two-factor',
+  'account/settings/two-factor-setup',
+  'account/settings/recovery-codes',
+  'account/settings/recovery-codes-status',
+  'account/settings/passkeys',
+  'account/settings/tokens',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',
