@@ -46,6 +46,13 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'account/confirm-access',
   'account/verify-first',
   'password-reset/done',
+  // Account settings, security: two-factor authentication, recovery codes, passkeys, access tokens.
+  'account/settings/two-factor',
+  'account/settings/two-factor-setup',
+  'account/settings/recovery-codes',
+  'account/settings/recovery-codes-status',
+  'account/settings/passkeys',
+  'account/settings/tokens',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',

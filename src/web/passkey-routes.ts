@@ -13,6 +13,7 @@ import { formFields, requireUser, safeReturnTo, type WebDeps } from './context.j
 import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 import { toIso } from '../time.js';
+import { pageT } from '../i18n.js';
 import { render } from './render.js';
 import { SecondFactorStep, SPENT_MESSAGE, type SignInPlace } from './second-factor.js';
 import { renderSignIn } from './account-routes.js';
@@ -29,10 +30,12 @@ type Purpose = 'register' | 'sign-in' | 'second-factor' | 'confirm';
 
 const SETTINGS = '/account/settings/passkeys';
 
+/** The notices of the settings page, as keys of its words (security namespace). */
 const NOTICES: Record<string, string> = {
-  added: 'Passkey added. You can sign in with it on the sign-in page.',
-  removed: 'Passkey removed.',
+  added: 'security:passkeys.addedNotice',
+  removed: 'security:passkeys.removedNotice',
 };
+const SETTINGS_VIEW = 'account/settings/passkeys';
 
 /** RFC 8176: a key held by an authenticator, with the person verified (PIN, biometrics) as a second factor. */
 export function passkeyAmr(userVerified: boolean, afterPassword: boolean): string[] {
@@ -168,8 +171,10 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
 
   async function renderSettings(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200, values: Record<string, string> = {}) {
     const passkeys = await listPasskeys(deps.db, user.id);
-    render(ctx, 'account/settings/passkeys', {
-      title: 'Passkeys · Account settings',
+    const t = pageT(ctx, SETTINGS_VIEW);
+    const notice = String(ctx.query.notice ?? '');
+    render(ctx, SETTINGS_VIEW, {
+      title: t('security:passkeys.title'),
       tab: 'passkeys',
       passkeys: passkeys.map((p) => ({ id: p.id, name: p.name, createdAt: toIso(p.created_at), lastUsedAt: toIso(p.last_used_at) })),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
@@ -179,7 +184,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
       confirmFirst: (await access.recent(ctx)) ? null : `${CONFIRM_ACCESS}?for=add-passkey&return_to=${encodeURIComponent(SETTINGS)}`,
       errors,
       values,
-      flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
+      flash: Object.hasOwn(NOTICES, notice) ? t(NOTICES[notice]!) : null,
     }, status);
   }
 

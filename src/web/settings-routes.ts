@@ -15,8 +15,8 @@ import { formFields, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
+import { pageT, type Translate } from '../i18n.js';
 import { render } from './render.js';
-import { pageT } from '../i18n.js';
 import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
 
@@ -72,6 +72,29 @@ function newTokenInput(form: TokenForm): NewAccessToken {
   };
 }
 
+const TOKENS_VIEW = 'account/settings/tokens';
+
+/** The notices of the tokens page, as keys of its words (security namespace). */
+const TOKEN_NOTICES: Record<string, string> = {
+  'token-created': 'security:tokens.createdNotice',
+  'token-repeated': 'security:tokens.repeatedNotice',
+  'token-revoked': 'security:tokens.revokedNotice',
+};
+
+const CAPS_REFUSED = /^Expiration must be within the chosen groups' limits: (.+)$/s;
+const CAP = /(.+?) limits tokens to (\d+) days?(?:, |$)/gs;
+
+/**
+ * The token form's errors in the page's language where the message tables cannot say them: the
+ * groups whose caps refuse the expiration, each cap said again in the page's words.
+ */
+function tokenErrorsIn(t: Translate, errors: Record<string, string>): Record<string, string> {
+  const refused = errors.expiration === undefined ? null : CAPS_REFUSED.exec(errors.expiration);
+  if (!refused) return errors;
+  const caps = [...refused[1]!.matchAll(CAP)].map(([, group, days]) => t(days === '1' ? 'security:tokens.capOne' : 'security:tokens.capOther', { group, days }));
+  return { ...errors, expiration: t('security:tokens.capsRefused', { caps: caps.join(t('common:listSeparator')) }) };
+}
+
 /** The one-time flash that carries a new token to the tokens page. */
 const TOKEN_FLASH = 'token';
 
@@ -121,8 +144,10 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
     const user = requireUser(ctx);
     const { items: myGroups } = await groupsOfUser(db, userId, { limit: 200, offset: 0 });
-    render(ctx, 'account/settings/tokens', {
-      title: 'Access tokens · Account settings',
+    const t = pageT(ctx, TOKENS_VIEW);
+    const notice = String(ctx.query.notice ?? '');
+    render(ctx, TOKENS_VIEW, {
+      title: t('security:tokens.title'),
       tab: 'tokens',
       tokens,
       scopeChoices: TOKEN_SCOPES,
@@ -132,11 +157,11 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       reported: await reportedTokensOf(db, userId),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       values: { name: extra.form?.name ?? '' },
-      errors: extra.errors ?? {},
+      errors: tokenErrorsIn(t, extra.errors ?? {}),
       labels: LABELS.token,
       onceKey: extra.onceKey ?? issueOnceKey(ctx),
       created: extra.created ?? null,
-      flash: extra.created ? 'Access token generated.' : notice(ctx),
+      flash: extra.created ? t('security:tokens.generated') : Object.hasOwn(TOKEN_NOTICES, notice) ? t(TOKEN_NOTICES[notice]!) : null,
     }, status);
   }
 

@@ -16,6 +16,7 @@ import type { AccessConfirmation } from './confirm-access.js';
 import { actorOf, formFields, requireUser, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus } from './form-errors.js';
 import { flashBox } from './flash.js';
+import { pageT } from '../i18n.js';
 import { render } from './render.js';
 import { noticeToOwner } from './security-notice.js';
 import { refuseUnverified } from './verified-address.js';
@@ -32,9 +33,18 @@ const BASE = TWO_FACTOR_SETTINGS;
 const REGENERATE_CODE = 'regenerate_code';
 const DISABLE_CODE = 'disable_code';
 
+/** The notices of the status page, as keys of its words (security namespace). */
 const NOTICES: Record<string, string> = {
-  disabled: 'Two-factor authentication is off.',
+  disabled: 'security:twoFactor.disabled',
 };
+
+/** The headings of the page that shows new recovery codes once (the one-time flash carries which). */
+const CODES_HEADINGS: Record<string, string> = {
+  enabled: 'security:codes.enabledHeading',
+  new: 'security:codes.newHeading',
+};
+const STATUS_VIEW = 'account/settings/two-factor';
+const SETUP_VIEW = 'account/settings/two-factor-setup';
 
 /**
  * Account settings → Two-factor authentication: set up an authenticator app from a QR code (or
@@ -52,29 +62,31 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
 
   /** Where to go back to once it is on, and which group asks for it (when one does). */
-  async function returnOf(ctx: Context, given: unknown) {
+  async function returnOf(ctx: Context, given: unknown, view: string) {
     const returnTo = safeReturnTo(given, '');
     const groupName = returnTo ? await groupClosedForTwoFactorAt(deps.db, actorOf(ctx), returnTo) : undefined;
-    return { returnTo, reason: groupName ? `${groupName} requires two-factor authentication: turn it on to open its pages.` : null };
+    return { returnTo, reason: groupName ? pageT(ctx, view)('security:twoFactor.reason', { group: groupName }) : null };
   }
 
   async function renderStatus(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
-    render(ctx, 'account/settings/two-factor', {
-      title: 'Two-factor authentication · Account settings',
+    const t = pageT(ctx, STATUS_VIEW);
+    const notice = Object.hasOwn(NOTICES, String(ctx.query.notice)) ? NOTICES[String(ctx.query.notice)] : undefined;
+    render(ctx, STATUS_VIEW, {
+      title: t('security:twoFactor.title'),
       tab: 'two-factor',
-      ...(await returnOf(ctx, ctx.query.return_to)),
+      ...(await returnOf(ctx, ctx.query.return_to, STATUS_VIEW)),
       status: await twoFactorStatus(deps.db, user.id),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       errors,
-      flash: NOTICES[String(ctx.query.notice ?? '')] ?? null,
+      flash: notice ? t(notice) : null,
     }, status);
   }
 
   async function renderSetup(ctx: Context, user: UserRow, returnTo: unknown, errors: Record<string, string> = {}, status = 200) {
-    render(ctx, 'account/settings/two-factor-setup', {
-      title: 'Set up two-factor authentication · Account settings',
+    render(ctx, SETUP_VIEW, {
+      title: pageT(ctx, SETUP_VIEW)('security:setup.title'),
       tab: 'two-factor',
-      ...(await returnOf(ctx, returnTo)),
+      ...(await returnOf(ctx, returnTo, SETUP_VIEW)),
       setup: await totpSetup(settings, user),
       errors,
       flash: null,
@@ -84,28 +96,29 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   /** What is left of the codes, and the form that makes new ones. */
   async function renderCodesSummary(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/recovery-codes-status', {
-      title: 'Recovery codes · Account settings',
+      title: pageT(ctx, 'account/settings/recovery-codes-status')('security:codes.title'),
       tab: 'two-factor',
       summary: await recoveryCodesSummary(deps.db, user.id),
       errors,
     }, status);
   }
 
-  /** The codes go to the next page in the one-time flash: a reload shows them no more. */
-  function showCodesOnce(ctx: Context, user: UserRow, codes: string[], heading: string, returnTo?: unknown) {
+  /** The codes go to the next page in the one-time flash: a reload shows them no more. `heading`: a key of CODES_HEADINGS. */
+  function showCodesOnce(ctx: Context, user: UserRow, codes: string[], heading: keyof typeof CODES_HEADINGS, returnTo?: unknown) {
     flashBox(ctx).put({ for: codesFlashFor(user), secret: codes.join(' '), name: heading });
     ctx.redirect(`${BASE}/recovery-codes${returnToQuery(returnTo)}`);
   }
 
-  function renderCodes(ctx: Context, codes: string[], heading: string) {
+  function renderCodes(ctx: Context, codes: string[], heading: string | undefined) {
+    const t = pageT(ctx, 'account/settings/recovery-codes');
     render(ctx, 'account/settings/recovery-codes', {
-      title: 'Recovery codes · Account settings',
+      title: t('security:codes.title'),
       tab: 'two-factor',
-      heading,
+      heading: t(CODES_HEADINGS[heading ?? ''] ?? 'security:codes.heading'),
       // Saved, on to the page that asked for two-factor authentication (if one did).
       next: safeReturnTo(ctx.query.return_to, BASE),
       codes,
-      download: `data:text/plain;charset=utf-8;base64,${Buffer.from(`Horizon ID recovery codes for ${requireUser(ctx).username}\n\n${codes.join('\n')}\n`).toString('base64')}`,
+      download: `data:text/plain;charset=utf-8;base64,${Buffer.from(`${t('security:codes.fileFor', { username: requireUser(ctx).username })}\n\n${codes.join('\n')}\n`).toString('base64')}`,
       flash: null,
     });
   }
@@ -137,7 +150,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     try {
       const codes = await confirmTotp(settings, user, form.code ?? '', ctx.ip);
       noticeToOwner(deps, ctx, user, 'two-factor-enabled');
-      showCodesOnce(ctx, user, codes, 'Two-factor authentication is on', form.return_to);
+      showCodesOnce(ctx, user, codes, 'enabled', form.return_to);
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;
@@ -150,7 +163,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   router.get(`${BASE}/recovery-codes`, async (ctx) => {
     const user = requireUser(ctx);
     const shown = flashBox(ctx).take(codesFlashFor(user));
-    if (shown) return renderCodes(ctx, shown.secret.split(' '), shown.name ?? 'Recovery codes');
+    if (shown) return renderCodes(ctx, shown.secret.split(' '), shown.name);
     if (!(await twoFactorStatus(deps.db, user.id)).enabled) return ctx.redirect(BASE);
     await renderCodesSummary(ctx, user);
   });
@@ -167,7 +180,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
       const codes = await regenerateRecoveryCodes(settings, user, formFields(ctx)[REGENERATE_CODE] ?? '', ctx.ip);
       await access.record(ctx);
       noticeToOwner(deps, ctx, user, 'recovery-codes-replaced');
-      showCodesOnce(ctx, user, codes, 'New recovery codes');
+      showCodesOnce(ctx, user, codes, 'new');
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'code', {});
       if (!errors) throw err;

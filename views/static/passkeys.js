@@ -48,9 +48,11 @@
       for (const notice of document.querySelectorAll('.notice')) notice.hidden = true;
       if (status) status.textContent = text;
     };
-    if (!supported) return say('This browser cannot use passkeys.');
+    // The words, in the page's language where the page gives them (data-* of the status line), else English.
+    const words = (name, english) => (status && status.dataset[name]) || english;
+    if (!supported) return say(words('unsupported', 'This browser cannot use passkeys.'));
     const purpose = button.getAttribute('data-passkey');
-    if (purpose === 'register' && !form.elements.name.value.trim()) return say('Give the passkey a name first.');
+    if (purpose === 'register' && !form.elements.name.value.trim()) return say(words('noName', 'Give the passkey a name first.'));
     button.disabled = true;
     // A pending autofill request would answer the challenge asked for below: it ends first.
     window.SimpleWebAuthnBrowser.WebAuthnAbortService.cancelCeremony();
@@ -60,7 +62,7 @@
         window.location.assign(options.location);
         return;
       }
-      if (!res.ok) throw new Error(options.error_description || 'The server refused the request.');
+      if (!res.ok) throw new Error(options.error_description || words('refused', 'The server refused the request.'));
       const browser = window.SimpleWebAuthnBrowser;
       const answer = purpose === 'register'
         ? await browser.startRegistration({ optionsJSON: options })
@@ -68,7 +70,9 @@
       form.elements[form.getAttribute('data-response') || 'response'].value = JSON.stringify(answer);
       form.submit();
     } catch (err) {
-      say(err && err.name === 'NotAllowedError' ? 'The passkey was not used (cancelled or timed out).' : `The passkey did not work: ${err.message}`);
+      say(err && err.name === 'NotAllowedError'
+        ? words('cancelled', 'The passkey was not used (cancelled or timed out).')
+        : words('failed', 'The passkey did not work: {{message}}').replace('{{message}}', () => (err && err.message) || ''));
       button.disabled = false;
     }
   });

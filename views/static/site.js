@@ -1,5 +1,6 @@
 // Copy buttons: <button data-copy="#element-id">Copy</button> (an element's text, a readonly input's value,
-// or a list's items one a line)
+// or a list's items one a line); data-copied: the word it says once copied, in the page's language (a page
+// in English gives none: the word here is English)
 document.addEventListener('click', (event) => {
   const button = event.target.closest('[data-copy]');
   if (!button) return;
@@ -7,7 +8,7 @@ document.addEventListener('click', (event) => {
   if (!source) return;
   navigator.clipboard.writeText(copiedText(source)).then(() => {
     const label = button.textContent;
-    button.textContent = 'Copied';
+    button.textContent = button.dataset.copied || 'Copied';
     setTimeout(() => { button.textContent = label; }, 1500);
   });
 });
@@ -67,12 +68,15 @@ window.addEventListener('pageshow', () => {
 // The personal access token form (<form data-lifetime-caps>): under Expiration, the groups whose
 // cap on a token's lifetime is shorter than the expiration chosen (each group checkbox carries its
 // cap in data-max-lifetime-days). With Only these groups, the checked ones (the server refuses the
-// token); with All my groups, every such group (the token will not work there).
+// token); with All my groups, every such group (the token will not work there). The note's words come
+// from its data-* attributes in the page's language ({{group}}, {{days}}, {{caps}} put in here).
 document.addEventListener('DOMContentLoaded', () => {
   for (const form of document.querySelectorAll('form[data-lifetime-caps]')) {
     const note = form.querySelector('[data-lifetime-note]');
     const expiration = form.querySelector('select[name="expiration"]');
     if (!note || !expiration) continue;
+    const said = note.dataset;
+    const fill = (text, values) => text.replace(/\{\{(\w+)\}\}/g, (found, name) => (name in values ? String(values[name]) : found));
     const update = () => {
       const chosen = expiration.value === 'never' ? Infinity : Number(expiration.value);
       const onlyChecked = Boolean(form.querySelector('input[name="groupAccess"][value="selected"]:checked'));
@@ -80,10 +84,13 @@ document.addEventListener('DOMContentLoaded', () => {
         .filter((box) => (!onlyChecked || box.checked) && Number(box.dataset.maxLifetimeDays) < chosen)
         .map((box) => {
           const days = Number(box.dataset.maxLifetimeDays);
-          return `${box.dataset.groupName} limits tokens to ${days} day${days === 1 ? '' : 's'}`;
+          const cap = days === 1 ? said.capOne || '{{group}} limits tokens to 1 day' : said.capOther || '{{group}} limits tokens to {{days}} days';
+          return fill(cap, { group: box.dataset.groupName, days });
         });
+      const caps = limiting.join(said.separator || ', ');
       note.textContent = !limiting.length ? ''
-        : `${limiting.join(', ')}. ${onlyChecked ? 'Choose a shorter expiration, or leave those groups out.' : 'The token will not work in those groups.'}`;
+        : onlyChecked ? fill(said.noteSelected || '{{caps}}. Choose a shorter expiration, or leave those groups out.', { caps })
+        : fill(said.noteAll || '{{caps}}. The token will not work in those groups.', { caps });
       note.hidden = !limiting.length;
     };
     form.addEventListener('change', update);
