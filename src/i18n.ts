@@ -53,6 +53,12 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'account/settings/recovery-codes-status',
   'account/settings/passkeys',
   'account/settings/tokens',
+  // Apps: a group's OAuth applications (group settings → Developer).
+  'groups/settings/developer',
+  'groups/settings/app',
+  'groups/settings/app-new',
+  'groups/settings/app-delete',
+  'groups/settings/app-revoke-tokens',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',

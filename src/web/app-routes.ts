@@ -7,6 +7,7 @@ import { ConflictError, NotFoundError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
 import { parseId } from '../ids.js';
 import { presentApp, presentSecret } from '../presenters/app.js';
+import { pageLanguage, pageT, translateMessage, translator, type Language, type Translate } from '../i18n.js';
 import {
   applicationOfGroup,
   applicationsOf,
@@ -40,31 +41,45 @@ const SWITCHES = ['deviceFlow', 'requirePushedAuthorizationRequests'] as const;
 type AppForm = Record<(typeof FIELDS)[number], string> & Record<(typeof SWITCHES)[number], boolean>;
 const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '', deviceFlow: false, requirePushedAuthorizationRequests: false };
 
-const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, generate a new one and revoke the old one.';
-
+/** The notices of `?notice=`, each a sentence of `apps:notices` (locales/<language>/apps.json). */
 const NOTICES: Record<string, string> = {
-  created: `Application created. Its client secret ${SHOWN_ONCE}`,
-  'secret-created': `New client secret generated. It ${SHOWN_ONCE}`,
-  'app-repeated': `This form was submitted already: this is the application it created. Its client secret ${SHOWN_ONCE}`,
-  'secret-repeated': `This form was submitted already: the client secret it generated is listed below. It ${SHOWN_ONCE}`,
-  updated: 'Application updated.',
-  'callback-changed': 'Application updated. Its authorization callback URL changed, so every user\'s authorization of it ended: each must authorize it again.',
-  'secret-revoked': 'Client secret revoked. It no longer authenticates.',
-  deleted: 'Application deleted. Its codes and tokens no longer work.',
-  'tokens-revoked': 'Every user token of this application is revoked. Its users must authorize it again.',
+  created: 'created',
+  'secret-created': 'secretCreated',
+  'app-repeated': 'appRepeated',
+  'secret-repeated': 'secretRepeated',
+  updated: 'updated',
+  'callback-changed': 'callbackChanged',
+  'secret-revoked': 'secretRevoked',
+  deleted: 'deleted',
+  'tokens-revoked': 'tokensRevoked',
 };
 
 /** A public application has no client secret, so the notices of its creation say so instead of speaking of one. */
 const PUBLIC_NOTICES: Record<string, string> = {
-  created: 'Application created. It is public: it has no client secret, and every authorization must use PKCE (S256).',
-  'app-repeated': 'This form was submitted already: this is the application it created. It is public: it has no client secret.',
+  created: 'createdPublic',
+  'app-repeated': 'appRepeatedPublic',
 };
 
-/** The two application types, with what each is for, as the new-application form offers them. */
-const CLIENT_TYPES = [
-  { value: 'confidential', label: 'Confidential', explanation: 'A server that can keep a client secret; it authenticates with it when it exchanges a code.' },
-  { value: 'public', label: 'Public', explanation: 'A native or single-page app that cannot keep a secret: no secret, and every authorization must use PKCE (S256).' },
-] as const;
+/** The two application types as the new-application form offers them; their names and what each is for are in `apps:types`. */
+const CLIENT_TYPES = [{ value: 'confidential' }, { value: 'public' }] as const;
+
+/** The application form's labels in the page's language; LABELS.app (the words its English errors start with) in English. */
+function appLabels(t: Translate): Record<keyof typeof LABELS.app, string> {
+  return Object.fromEntries(Object.keys(LABELS.app).map((field) => [field, t(`apps:labels.${field}`)])) as Record<keyof typeof LABELS.app, string>;
+}
+
+/**
+ * The sign-out URLs' error names each bad line, the lines after the first in the same sentence
+ * ("…, line 2, must …; line 3, must …"): no one sentence of the message tables matches that, so
+ * in another language each line is said as a sentence of its own (messages-apps.json).
+ */
+function signOutErrorIn(message: string, lang: Language): string {
+  const [first, ...more] = message.split(/; (?=line \d+, )/);
+  if (!more.length) return message;
+  return [first!, ...more.map((line) => `${LABELS.app.signOutRedirectURLs}, ${line}`)]
+    .map((sentence) => translateMessage(sentence, lang))
+    .join(translator(lang)('messages-apps:_lineSeparator'));
+}
 
 /** The type chosen on the new-application form (the service refuses anything but the two). */
 function clientTypeOf(ctx: Ctx): string {
@@ -124,9 +139,10 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   const developerUrl = (group: GroupRow) => `/groups/${encodeURIComponent(group.path)}/settings/developer`;
   const appUrl = (group: GroupRow, app: AppRow) => `${developerUrl(group)}/apps/${encodeURIComponent(app.client_id)}`;
 
-  function notice(ctx: Ctx, app?: AppRow): string | null {
+  function notice(ctx: Ctx, t: Translate, app?: AppRow): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return (app && isPublic(app) ? PUBLIC_NOTICES[key] : undefined) ?? NOTICES[key] ?? null;
+    const sentence = (app && isPublic(app) ? PUBLIC_NOTICES[key] : undefined) ?? NOTICES[key];
+    return sentence ? t(`apps:notices.${sentence}`) : null;
   }
 
   const loadGroup = pageGroupLoader(deps);
@@ -154,8 +170,9 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   ) {
     const { group, app } = access;
     const secrets = (await secretsOf(db, access)).map(presentSecret);
+    const t = pageT(ctx, 'groups/settings/app');
     render(ctx, 'groups/settings/app', {
-      title: `${app.name} · Developer · ${group.name}`,
+      title: t('apps:titles.app', { app: app.name, group: group.name }),
       group,
       tab: 'developer',
       app: presentApp(app),
@@ -170,30 +187,33 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       problem: extra.problem ?? null,
       values: extra.values ?? formOf(app),
       errors: extra.errors ?? {},
-      labels: LABELS.app,
+      labels: appLabels(t),
       onceKey: issueOnceKey(ctx),
-      flash: extra.flash ?? notice(ctx, app),
+      flash: extra.flash ?? notice(ctx, t, app),
     }, status);
   }
 
   function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm & { type?: string }; errors?: Record<string, string>; onceKey?: string } = {}, status = 200) {
+    const t = pageT(ctx, 'groups/settings/app-new');
     render(ctx, 'groups/settings/app-new', {
-      title: `New application · ${group.name}`,
+      title: t('apps:titles.new', { group: group.name }),
       group,
       tab: 'developer',
       developerUrl: developerUrl(group),
       clientTypes: CLIENT_TYPES,
       values: extra.values ?? { ...EMPTY_FORM, type: 'confidential' },
       errors: extra.errors ?? {},
-      labels: LABELS.app,
+      labels: appLabels(t),
       onceKey: extra.onceKey ?? issueOnceKey(ctx),
     }, status);
   }
 
   /** The errors of the application form, each next to its field; any other error propagates to the error page. */
-  function fieldErrors(err: unknown, values: AppForm): Record<string, string> {
+  function fieldErrors(err: unknown, values: AppForm, lang: Language): Record<string, string> {
     const errors = formErrors(err, LABELS.app, {}, { signOutRedirectURLs: signOutLines(values).map(({ line }) => line) });
     if (!errors || !Object.keys(errors).every((field) => field === 'type' || (FIELDS as readonly string[]).includes(field))) throw err;
+    // The other messages are translated as the page is rendered (render.ts).
+    if (lang !== 'en' && errors.signOutRedirectURLs) errors.signOutRedirectURLs = signOutErrorIn(errors.signOutRedirectURLs, lang);
     return errors;
   }
 
@@ -204,14 +224,15 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = accessOf(ctx);
     const { group } = access;
     const { total, items } = await applicationsOf(db, access, { limit: LIST_LIMIT, offset: 0 });
+    const t = pageT(ctx, 'groups/settings/developer');
     render(ctx, 'groups/settings/developer', {
-      title: `Developer · ${group.name}`,
+      title: t('apps:titles.developer', { group: group.name }),
       group,
       tab: 'developer',
       apps: items.map((app) => ({ ...presentApp(app), url: appUrl(group, app) })),
       total,
       developerUrl: developerUrl(group),
-      flash: notice(ctx),
+      flash: notice(ctx, t),
     });
   });
 
@@ -233,7 +254,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       outcome = await createOnce(db, () => createApplication(db, access, { ...appInput(values), type }, submissionOf(ctx, 'app')));
     } catch (err) {
-      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values, pageLanguage(ctx, 'groups/settings/app-new')), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
       return;
     }
     if ('created' in outcome) {
@@ -253,7 +274,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const fresh = flashBox(ctx).take(secretFlashFor(access.app));
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
     // A repeated submission still shows a secret its first copy left unread (a double click's first page never arrives).
-    const flash = fresh && (key === 'created' || key === 'app-repeated') ? 'Application created.' : fresh ? 'New client secret generated.' : undefined;
+    const t = pageT(ctx, 'groups/settings/app');
+    const flash = fresh && (key === 'created' || key === 'app-repeated') ? t('apps:notices.createdNow') : fresh ? t('apps:notices.secretCreatedNow') : undefined;
     await renderEdit(ctx, access, fresh ? { newSecret: { secret: fresh.secret }, flash } : {});
     if (!fresh) keepFormForBack(ctx);
   });
@@ -265,7 +287,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       updated = await updateApplication(db, provider, access, appInput(values));
     } catch (err) {
-      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values) }, (err as AppError).status);
+      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values, pageLanguage(ctx, 'groups/settings/app')) }, (err as AppError).status);
       return;
     }
     const notice = updated.callback_url !== access.app.callback_url ? 'callback-changed' : 'updated';
@@ -279,7 +301,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       outcome = await createOnce(db, () => generateClientSecret(db, access, submissionOf(ctx, 'secret')));
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
-      await renderEdit(ctx, access, { problem: `Could not generate a new client secret: ${err.message}.` }, err.status);
+      await renderEdit(ctx, access, { problem: translateMessage(`Could not generate a new client secret: ${err.message}.`, pageLanguage(ctx, 'groups/settings/app')) }, err.status);
       return;
     }
     if ('created' in outcome) flashBox(ctx).put({ for: secretFlashFor(access.app), secret: outcome.created.secret });
@@ -303,7 +325,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = appAccess(ctx);
     const { group, app } = access;
     render(ctx, 'groups/settings/app-revoke-tokens', {
-      title: `Revoke all user tokens of ${app.name}? · ${group.name}`,
+      title: pageT(ctx, 'groups/settings/app-revoke-tokens')('apps:titles.revokeTokens', { app: app.name, group: group.name }),
       group,
       tab: 'developer',
       app: presentApp(app),
@@ -323,7 +345,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/apps/:clientId/delete', ownersOnly, loadApp, (ctx) => {
     const { group, app } = appAccess(ctx);
     render(ctx, 'groups/settings/app-delete', {
-      title: `Delete ${app.name}? · ${group.name}`,
+      title: pageT(ctx, 'groups/settings/app-delete')('apps:titles.delete', { app: app.name, group: group.name }),
       group,
       tab: 'developer',
       app: presentApp(app),
