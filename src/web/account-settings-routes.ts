@@ -3,7 +3,9 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { UserRow } from '../db/users.js';
 import { presentSession } from '../presenters/session.js';
-import { changePassword, deleteAccount, deleteConfirmedAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
+import { changePassword, deleteAccount, deleteConfirmedAccount, groupsOnlyOwnedBy, LastOwnerError, setLanguage, updateProfile } from '../services/account.js';
+import { ValidationError } from '../errors.js';
+import { asLanguage, LANGUAGES, negotiateLanguage } from '../i18n.js';
 import { LinkRefusedError } from '../services/account-links.js';
 import { confirmEmailChange, emailChangeOf, pendingEmailChange } from '../services/email-change.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
@@ -19,6 +21,7 @@ const BASE = '/account/settings';
 
 const NOTICES: Record<string, string> = {
   'profile-saved': 'Profile saved.',
+  'language-saved': 'Language saved.',
   'email-pending': 'Profile saved.',
   'email-changed': 'Your e-mail address is changed, and verified.',
   'password-changed': 'Password changed. Every other session was signed out.',
@@ -52,6 +55,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       // A new address waiting for its link looks the same whether or not another account has it.
       pendingEmail: await pendingEmailChange(deps.db, user.id),
       flash: notice(ctx),
+      language: { chosen: asLanguage(user.language) ?? '', browser: negotiateLanguage(ctx), all: LANGUAGES },
     }, status);
   }
 
@@ -82,6 +86,18 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       if (!errors) throw err;
       await renderProfile(ctx, user, values, errors, formStatus(err));
     }
+  });
+
+  // The language needs no password: it changes nothing anyone could use.
+  router.post(`${BASE}/language`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      await setLanguage(deps.db, user, formFields(ctx).language ?? '');
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      return renderProfile(ctx, user, { name: user.name, email: user.email }, { language: err.message }, 400);
+    }
+    ctx.redirect(`${BASE}/profile?notice=language-saved`);
   });
 
   // The link mailed to a new address: checked first (an unusable one says so to anyone), then made
