@@ -126,7 +126,9 @@ export function negotiateLanguage(ctx: Context): Language {
  * the browser's (Accept-Language).
  */
 export function readerLanguage(ctx: Context): Language {
-  return asLanguage((ctx.state.user as { language?: unknown } | undefined)?.language) ?? negotiateLanguage(ctx);
+  // `accountLanguage`: the account's choice where the page knows the account but the site's session did not load it (the provider's pages, consent).
+  const chosen = (ctx.state.user as { language?: unknown } | undefined)?.language ?? ctx.state.accountLanguage;
+  return asLanguage(chosen) ?? negotiateLanguage(ctx);
 }
 
 /**
