@@ -135,20 +135,34 @@ export function translateHtml(lang: Language, key: string, values: Record<string
   return translator(lang)(key, escaped);
 }
 
+/** `value` when it is one of the site's languages. */
+export function asLanguage(value: unknown): Language | undefined {
+  return typeof value === 'string' && (LANGUAGES as readonly string[]).includes(value) ? (value as Language) : undefined;
+}
+
 /** The reader's language from Accept-Language (q-values, and a region to its language: de-AT is de), English otherwise. */
 export function negotiateLanguage(ctx: Context): Language {
-  const chosen = ctx.acceptsLanguages(...LANGUAGES);
-  return typeof chosen === 'string' && (LANGUAGES as readonly string[]).includes(chosen) ? (chosen as Language) : 'en';
+  return asLanguage(ctx.acceptsLanguages(...LANGUAGES)) ?? 'en';
 }
 
 /**
- * The language `view` is rendered in for this request: negotiated for a translated view (the
+ * The reader's language: the one the signed-in account chose (Account settings → Profile), else
+ * the browser's (Accept-Language).
+ */
+export function readerLanguage(ctx: Context): Language {
+  // `accountLanguage`: the account's choice where the page knows the account but the site's session did not load it (the provider's pages, consent).
+  const chosen = (ctx.state.user as { language?: unknown } | undefined)?.language ?? ctx.state.accountLanguage;
+  return asLanguage(chosen) ?? negotiateLanguage(ctx);
+}
+
+/**
+ * The language `view` is rendered in for this request: the reader's for a translated view (the
  * response then varies by Accept-Language and says its language), English for any other.
  */
 export function pageLanguage(ctx: Context, view: string): Language {
   if (!TRANSLATED_VIEWS.has(view)) return 'en';
   ctx.vary('Accept-Language');
-  const lang = negotiateLanguage(ctx);
+  const lang = readerLanguage(ctx);
   ctx.set('Content-Language', lang);
   return lang;
 }

@@ -15,9 +15,11 @@ export interface UserRow {
   is_admin: boolean | number;
   /** Set while an administrator keeps the account disabled. */
   disabled_at: string | Date | null;
+  /** The language chosen for the account's pages and mails (a code of i18n.ts LANGUAGES); null: the browser's. */
+  language: string | null;
 }
 
-const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'email_verified_at', 'created_at', 'updated_at', 'is_admin', 'disabled_at'];
+const COLUMNS = ['id', 'username', 'email', 'name', 'password_hash', 'email_verified_at', 'created_at', 'updated_at', 'is_admin', 'disabled_at', 'language'];
 
 export function findUserById(db: Knex, id: number): Promise<UserRow | undefined> {
   return db('users').where({ id }).first(COLUMNS);
@@ -91,4 +93,9 @@ export async function replaceEmail(db: Knex, id: number, email: string, at: stri
 
 export async function setPasswordHash(db: Knex, id: number, hash: string, at: string): Promise<void> {
   await db('users').where({ id }).update({ password_hash: hash, updated_at: at });
+}
+
+/** Sets the account's language (null: the browser's); false when it was that already. */
+export async function setUserLanguage(db: Knex, id: number, language: string | null, at: string): Promise<boolean> {
+  return (await db('users').where({ id }).whereRaw('language IS DISTINCT FROM ?', [language]).update({ language, updated_at: at })) === 1;
 }

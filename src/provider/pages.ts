@@ -47,7 +47,10 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       }
       if (!accountId || !/^[1-9][0-9]{0,15}$/.test(accountId)) return null;
       const user = await findUserById(db, Number(accountId));
-      return user && !isDisabled(user) ? user : null;
+      if (!user || isDisabled(user)) return null;
+      // The pages follow the account's chosen language (i18n.ts readerLanguage) as the site's do.
+      ctx.state.accountLanguage = user.language;
+      return user;
     } catch {
       return null;
     }
@@ -104,9 +107,10 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
 
     /** "Sign out of Horizon ID?" for a signed-in person: the library's form, our words and buttons. */
     async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
+      const currentUser = await signedInUser(ctx);
       render(ctx, 'logout/confirm', {
         title: pageT(ctx, 'logout/confirm')('logout:titleConfirm'),
-        currentUser: await signedInUser(ctx),
+        currentUser,
         libraryForm: form,
         formId: LIBRARY_LOGOUT_FORM_ID,
         clientName: clientName(ctx),
@@ -177,9 +181,10 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async userCodeConfirmSource(ctx: KoaContextWithOIDC, _form: string, client: { clientName?: string; clientId: string }, deviceInfo: { ip?: string; ua?: string } | undefined, userCode: string): Promise<void> {
       const { groupName } = await consentSubject(db, client.clientId);
       const requested = ctx.oidc.entities.DeviceCode as { params?: Record<string, unknown> } | undefined;
+      const currentUser = await signedInUser(ctx);
       render(ctx, 'device/confirm', {
         title: pageT(ctx, 'device/confirm')('device:titleConfirm', { app: client.clientName ?? client.clientId }),
-        currentUser: await signedInUser(ctx),
+        currentUser,
         appName: client.clientName ?? client.clientId,
         groupName,
         scopes: describeScopes(String(requested?.params?.scope ?? '')),
@@ -192,9 +197,10 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
 
     /** The device flow's end, once the person consented: the device's next poll gets its tokens. */
     async deviceSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
+      const currentUser = await signedInUser(ctx);
       render(ctx, 'device/result', {
         title: pageT(ctx, 'device/result')('device:titleConnected'),
-        currentUser: await signedInUser(ctx),
+        currentUser,
         outcome: 'success',
         appName: clientName(ctx) ?? '',
         action: ctx.oidc.urlFor('code_verification'),

@@ -4,8 +4,9 @@ import { z } from 'zod';
 import { deleteUserKeepingAudit, groupsOwnedOnlyBy, lockOwnedGroups, membershipsOf, updateUserProfile, type OwnedGroup } from '../db/account.js';
 import { recordAudit } from '../db/audit.js';
 import { listUserGrants } from '../db/grants.js';
-import { replacePasswordHash, type UserRow } from '../db/users.js';
+import { replacePasswordHash, setUserLanguage, type UserRow } from '../db/users.js';
 import { AppError, ValidationError } from '../errors.js';
+import { LANGUAGES } from '../i18n.js';
 import { now } from '../time.js';
 import { changing } from './change-versions.js';
 import { revokeGrant } from './grants.js';
@@ -161,4 +162,15 @@ export async function deleteConfirmedAccount(deps: SignInDeps & { provider: Prov
       await deleteUserKeepingAudit(trx, user.id);
     }),
   );
+}
+
+/**
+ * Sets the language of the account's pages and mails: one of the site's languages, or '' for the
+ * browser's (Accept-Language). A choice that changes nothing writes nothing.
+ */
+export async function setLanguage(db: Knex, user: UserRow, language: string): Promise<void> {
+  if (language !== '' && !(LANGUAGES as readonly string[]).includes(language)) {
+    throw new ValidationError('language', `Language must be one of: ${LANGUAGES.join(', ')}, or empty for the browser's`);
+  }
+  await changing(db, [`user:${user.id}`], () => setUserLanguage(db, user.id, language || null, now()));
 }

@@ -3,7 +3,8 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { UserRow } from '../db/users.js';
 import { presentSession } from '../presenters/session.js';
-import { changePassword, deleteAccount, deleteConfirmedAccount, groupsOnlyOwnedBy, LastOwnerError, updateProfile } from '../services/account.js';
+import { changePassword, deleteAccount, deleteConfirmedAccount, groupsOnlyOwnedBy, LastOwnerError, setLanguage, updateProfile } from '../services/account.js';
+import { ValidationError } from '../errors.js';
 import { LinkRefusedError } from '../services/account-links.js';
 import { confirmEmailChange, emailChangeOf, pendingEmailChange } from '../services/email-change.js';
 import { listSessions, signOutEverywhere, signOutSession } from '../services/sessions.js';
@@ -12,7 +13,7 @@ import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { render } from './render.js';
-import { pageT } from '../i18n.js';
+import { asLanguage, LANGUAGES, negotiateLanguage, pageT } from '../i18n.js';
 import { SIGN_IN_METHODS } from './sign-in-methods-routes.js';
 import { hasPassword } from '../services/passwords.js';
 
@@ -21,6 +22,7 @@ const BASE = '/account/settings';
 /** Each `?notice=` to its sentence's key (account:notices). */
 const NOTICES: Record<string, string> = {
   'profile-saved': 'profileSaved',
+  'language-saved': 'languageSaved',
   'email-pending': 'profileSaved',
   'email-changed': 'emailChanged',
   'password-changed': 'passwordChanged',
@@ -55,6 +57,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       // A new address waiting for its link looks the same whether or not another account has it.
       pendingEmail: await pendingEmailChange(deps.db, user.id),
       flash: notice(ctx, 'account/settings/profile'),
+      language: { chosen: asLanguage(user.language) ?? '', browser: negotiateLanguage(ctx), all: LANGUAGES },
     }, status);
   }
 
@@ -85,6 +88,18 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       if (!errors) throw err;
       await renderProfile(ctx, user, values, errors, formStatus(err));
     }
+  });
+
+  // The language needs no password: it changes nothing anyone could use.
+  router.post(`${BASE}/language`, async (ctx) => {
+    const user = requireUser(ctx);
+    try {
+      await setLanguage(deps.db, user, formFields(ctx).language ?? '');
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      return renderProfile(ctx, user, { name: user.name, email: user.email }, { language: err.message }, 400);
+    }
+    ctx.redirect(`${BASE}/profile?notice=language-saved`);
   });
 
   // The link mailed to a new address: checked first (an unusable one says so to anyone), then made

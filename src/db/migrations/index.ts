@@ -16,6 +16,7 @@ import * as signingKeyActivation from './0016_signing_key_activation.js';
 import * as accountRecovery from './0017_account_recovery.js';
 import * as reauthentication from './0018_reauthentication.js';
 import * as signInProviders from './0019_sign_in_providers.js';
+import * as userLanguage from './0020_user_language.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   '0017_account_recovery': accountRecovery,
   '0018_reauthentication': reauthentication,
   '0019_sign_in_providers': signInProviders,
+  '0020_user_language': userLanguage,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
