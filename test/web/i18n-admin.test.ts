@@ -7,6 +7,7 @@ import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { makeUser, type TestUser } from '../helpers/factories.js';
 import { fieldError, fillForm, formOf } from '../helpers/html.js';
 import { expectIn, expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
+import { withTwoFactor } from '../helpers/totp.js';
 
 const unique = () => randomBytes(3).toString('hex');
 const LANGS: Language[] = ['de', 'ja'];
@@ -98,6 +99,23 @@ describe('The Admin area in the reader\'s language', function () {
       const enabled = await browser.follow(await browser.postForm(enable.action, enable.fields).expect(302)).expect(200);
       expectIn(enabled, lang);
       expect(notice(enabled)).to.equal(t('admin:userNotices.enabled'));
+    });
+  }
+
+  for (const lang of LANGS) {
+    it(`shows a user's two-factor authentication in ${lang}, and resets it with its notice`, async () => {
+      const t = translator(lang);
+      const browser = browsers[lang];
+      const person = await makeUser(idp.db, { username: `twofa-${lang}-${unique()}` });
+      await withTwoFactor(idp.db, person);
+      const page = await browser.get(`/admin/users/${person.id}`).expect(200);
+      expectIn(page, lang);
+      expect(textOf(page)).to.include(t('admin:user.passkeys', { count: 0 })).and.include(t('admin:user.resetTwoFactor'));
+      expect(page.text).to.include(`data-confirm="${t('admin:user.resetConfirm', { username: person.username })}"`);
+      const reset = formOf(page.text, `/admin/users/${person.id}/two-factor-reset`);
+      const done = await browser.follow(await browser.postForm(reset.action, reset.fields).expect(302)).expect(200);
+      expectIn(done, lang);
+      expect(notice(done)).to.equal(t('admin:userNotices.two-factor-reset'));
     });
   }
 
