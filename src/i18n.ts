@@ -63,6 +63,16 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'error',
   'upstream-error',
   'link-refused',
+  // Admin area (the site administrator's pages).
+  'admin/users',
+  'admin/user',
+  'admin/disable',
+  'admin/audit',
+  'admin/providers',
+  'admin/provider',
+  'admin/provider-kind',
+  'admin/provider-form',
+  'admin/provider-remove',
 ]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */

@@ -19,6 +19,7 @@ import type { UpstreamKind } from '../services/federation/upstream.js';
 import { actorOf, formFields, type WebDeps } from './context.js';
 import { formErrors, formStatus } from './form-errors.js';
 import { render } from './render.js';
+import { RESOURCES, pageT, translator, type Translate } from '../i18n.js';
 
 /**
  * Admin → Sign-in providers: the list, Add (the kind first, then its fields), a provider's page
@@ -28,35 +29,38 @@ import { render } from './render.js';
 
 const BASE = '/admin/providers';
 
-/** The labels of the provider form's common fields; each kind's settings bring their own. */
-const LABELS: Record<string, string> = {
-  kind: 'Kind',
-  name: 'Display name',
-  slug: 'Slug',
-  client_id: 'Client ID',
-  client_secret: 'Client secret',
-  scopes: 'Scopes',
-  allow_sign_up: 'Allow new accounts',
-  allowed_domains: 'Allowed e-mail domains',
-  trust_mfa: 'Trust its two-factor',
-  position: 'Position',
+/** The provider form's common fields; their labels are admin.json's `labels`, and each kind's settings bring their own. */
+const FIELDS = ['kind', 'name', 'slug', 'client_id', 'client_secret', 'scopes', 'allow_sign_up', 'allowed_domains', 'trust_mfa', 'position'] as const;
+
+/** The notices of the providers' pages after an action (`?notice=`), their words in admin.json's `providerNotices`. */
+const NOTICES: ReadonlySet<string> = new Set(['added', 'saved', 'unchanged', 'disabled', 'enabled', 'already-disabled', 'already-enabled', 'removed']);
+
+const notice = (ctx: Context, t: Translate): string | null => {
+  const key = firstValue(ctx.query.notice);
+  return NOTICES.has(key) ? t(`admin:providerNotices.${key}`) : null;
 };
 
-const NOTICES: Record<string, string> = {
-  added: 'Sign-in provider added. Register its callback URL with the provider if you have not yet.',
-  saved: 'Changes saved.',
-  unchanged: 'Nothing was changed.',
-  disabled: 'Sign-in provider disabled: it is no longer offered, and sign-ins through it are refused. Linked accounts keep their link.',
-  enabled: 'Sign-in provider enabled: it is offered on the sign-in pages again.',
-  'already-disabled': 'The sign-in provider was disabled already.',
-  'already-enabled': 'The sign-in provider was enabled already.',
-  removed: 'Sign-in provider removed, with every identity linked through it.',
-};
+/**
+ * A kind's setting in the page's words: its label and hint from admin.json's `kinds` when it has
+ * them (the built-in kinds), as the kind writes them otherwise.
+ */
+function settingWords(t: Translate, kind: string, setting: { name: string; label: string; hint: string }): { label: string; hint: string } {
+  const kinds = (RESOURCES.en.admin as { kinds?: Record<string, Record<string, unknown>> } | undefined)?.kinds ?? {};
+  if (!Object.hasOwn(kinds, kind) || !Object.hasOwn(kinds[kind]!, setting.name)) return { label: setting.label, hint: setting.hint };
+  return { label: t(`admin:kinds.${kind}.${setting.name}.label`), hint: t(`admin:kinds.${kind}.${setting.name}.hint`) };
+}
 
 const firstValue = (value: string | string[] | undefined): string => (Array.isArray(value) ? value[0] : value) ?? '';
 
-function labelsOf(kind: UpstreamKind | undefined): Record<string, string> {
-  return { ...LABELS, ...Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, s.label])) };
+/**
+ * The form's labels in `t`'s language. In English they are the words the form's errors start
+ * with (formErrors), which the message tables (messages-admin) translate whole.
+ */
+function labelsOf(kind: UpstreamKind | undefined, t: Translate = translator('en')): Record<string, string> {
+  return {
+    ...Object.fromEntries(FIELDS.map((field) => [field, t(`admin:labels.${field}`)])),
+    ...Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, settingWords(t, kind!.kind, s).label])),
+  };
 }
 
 /** A posted provider form as the service's input: the common fields, and the kind's own settings. */
@@ -98,8 +102,13 @@ function typedValues(fields: Record<string, string>): Record<string, string | bo
   return { ...rest, allow_sign_up: fields.allow_sign_up !== undefined, trust_mfa: fields.trust_mfa !== undefined };
 }
 
-function kindChoice(kind: UpstreamKind) {
-  return { kind: kind.kind, label: kind.label, defaultScopes: kind.defaultScopes.join(' '), settings: kind.settings.map((s) => ({ name: s.name, label: s.label, hint: s.hint, required: s.required })) };
+function kindChoice(kind: UpstreamKind, t: Translate = translator('en')) {
+  return {
+    kind: kind.kind,
+    label: kind.label,
+    defaultScopes: kind.defaultScopes.join(' '),
+    settings: kind.settings.map((s) => ({ name: s.name, ...settingWords(t, kind.kind, s), required: s.required })),
+  };
 }
 
 export function adminProviderRoutes(router: Router, deps: WebDeps): void {
@@ -110,34 +119,36 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
 
   function renderForm(ctx: Context, kind: UpstreamKind, options: { row?: SignInProviderRow; values: Record<string, unknown>; errors?: Record<string, string>; status?: number }) {
     const editing = options.row;
+    const t = pageT(ctx, 'admin/provider-form');
     render(ctx, 'admin/provider-form', {
-      title: `${editing ? `Edit ${editing.name}` : `Add ${kind.label}`} · Sign-in providers · Admin`,
+      title: editing ? t('admin:titles.edit', { name: editing.name }) : t('admin:titles.add', { kind: kind.label }),
       tab: 'providers',
-      kind: kindChoice(kind),
+      kind: kindChoice(kind, t),
       provider: editing ? presentSignInProvider(editing, 0) : null,
       action: editing ? `${providerUrl(editing.slug)}/edit` : BASE,
       callbackBase: callbackUrl(deps.config.issuer, ''),
       values: options.values,
       errors: options.errors ?? {},
-      labels: labelsOf(kind),
+      labels: labelsOf(kind, t),
     }, options.status ?? 200);
   }
 
   router.get('/providers', async (ctx) => {
     const listed = await listProviders(db);
+    const t = pageT(ctx, 'admin/providers');
     render(ctx, 'admin/providers', {
-      title: 'Sign-in providers · Admin',
+      title: t('admin:titles.providers'),
       tab: 'providers',
       providers: listed.map(({ row, identities }) => ({ ...presentSignInProvider(row, identities), kindLabel: kindOf(row.kind)?.label ?? row.kind })),
-      kinds: availableKinds().map(kindChoice),
-      flash: NOTICES[firstValue(ctx.query.notice)] ?? null,
+      kinds: availableKinds().map((kind) => kindChoice(kind)),
+      flash: notice(ctx, t),
     });
   });
 
   router.get('/providers/new', (ctx) => {
     const kind = kindOf(firstValue(ctx.query.kind));
     if (!kind) {
-      render(ctx, 'admin/provider-kind', { title: 'Add a sign-in provider · Admin', tab: 'providers', kinds: availableKinds().map(kindChoice) });
+      render(ctx, 'admin/provider-kind', { title: pageT(ctx, 'admin/provider-kind')('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)) });
       return;
     }
     renderForm(ctx, kind, { values: { allow_sign_up: false, trust_mfa: false } });
@@ -148,7 +159,8 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
     const kind = kindOf(fields.kind ?? '');
     if (!kind) {
       // Only a hand-made form gets here: the kind is a hidden field of the page that chose it.
-      render(ctx, 'admin/provider-kind', { title: 'Add a sign-in provider · Admin', tab: 'providers', kinds: availableKinds().map(kindChoice), error: 'Choose the kind of provider to add.' }, 400);
+      const t = pageT(ctx, 'admin/provider-kind');
+      render(ctx, 'admin/provider-kind', { title: t('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)), error: t('admin:kind.choose') }, 400);
       return;
     }
     try {
@@ -164,13 +176,14 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   router.get('/providers/:slug', async (ctx) => {
     const row = await target(ctx);
     const impact = await removalImpact(db, row);
+    const t = pageT(ctx, 'admin/provider');
     render(ctx, 'admin/provider', {
-      title: `${row.name} · Sign-in providers · Admin`,
+      title: t('admin:titles.provider', { name: row.name }),
       tab: 'providers',
       provider: { ...presentSignInProvider(row, impact.identities), kindLabel: kindOf(row.kind)?.label ?? row.kind },
-      settings: (kindOf(row.kind)?.settings ?? []).map((s) => ({ label: s.label, value: presentSignInProvider(row, 0).settings[s.name] ?? '' })),
+      settings: (kindOf(row.kind)?.settings ?? []).map((s) => ({ label: settingWords(t, row.kind, s).label, value: presentSignInProvider(row, 0).settings[s.name] ?? '' })),
       callback: callbackUrl(deps.config.issuer, row.slug),
-      flash: NOTICES[firstValue(ctx.query.notice)] ?? null,
+      flash: notice(ctx, t),
     });
   });
 
@@ -211,7 +224,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   router.get('/providers/:slug/remove', async (ctx) => {
     const row = await target(ctx);
     render(ctx, 'admin/provider-remove', {
-      title: `Remove ${row.name} · Sign-in providers · Admin`,
+      title: pageT(ctx, 'admin/provider-remove')('admin:titles.remove', { name: row.name }),
       tab: 'providers',
       provider: presentSignInProvider(row, 0),
       impact: await removalImpact(db, row),

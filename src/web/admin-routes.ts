@@ -14,6 +14,7 @@ import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import { adminProviderRoutes } from './admin-provider-routes.js';
 import { actorOf, type WebDeps } from './context.js';
+import { pageT } from '../i18n.js';
 import { render } from './render.js';
 import { noticeToOwner } from './security-notice.js';
 
@@ -21,15 +22,8 @@ const BASE = '/admin';
 const PAGE_SIZE = 20;
 const MAX_QUERY = 100;
 
-const NOTICES: Record<string, string> = {
-  disabled: 'Account disabled. It was signed out everywhere and its grants and tokens were revoked.',
-  enabled: 'Account enabled. The person can sign in again; revoked tokens stay revoked.',
-  'already-disabled': 'The account was disabled already. Its grants and tokens were revoked again.',
-  'already-enabled': 'The account was enabled already.',
-  'reset-sent': 'Password reset link sent to the account’s e-mail address.',
-  'two-factor-reset': 'Two-factor authentication turned off. The person signs in with their password and can set it up again.',
-  'two-factor-off': 'Two-factor authentication was not on.',
-};
+/** The notices of a user's page after an action (`?notice=`), their words in admin.json's `userNotices`. */
+const NOTICES: ReadonlySet<string> = new Set(['disabled', 'enabled', 'already-disabled', 'already-enabled', 'reset-sent', 'two-factor-reset', 'two-factor-off']);
 
 /** Whether a path belongs to the Admin area. */
 function isAdminPath(path: string): boolean {
@@ -130,7 +124,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     const page = pageOf(ctx);
     const { total, items } = await findUsers(db, query, page);
     render(ctx, 'admin/users', {
-      title: 'Users · Admin',
+      title: pageT(ctx, 'admin/users')('admin:titles.users'),
       tab: 'users',
       query,
       users: items.map(adminUser),
@@ -141,21 +135,22 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/users/:id', async (ctx) => {
     const user = await targetUser(ctx);
     const key = firstValue(ctx.query.notice);
+    const t = pageT(ctx, 'admin/user');
     render(ctx, 'admin/user', {
-      title: `${user.username} · Admin`,
+      title: t('admin:titles.user', { username: user.username }),
       tab: 'users',
       user: adminUser(user),
       twoFactor: await twoFactorStatus(db, user.id),
       passkeyCount: (await listPasskeys(db, user.id)).length,
       self: user.id === actorOf(ctx).userId,
-      flash: NOTICES[key] ?? null,
+      flash: NOTICES.has(key) ? t(`admin:userNotices.${key}`) : null,
     });
   });
 
   router.get('/users/:id/disable', async (ctx) => {
     const user = await targetUser(ctx);
     if (isDisabled(user)) return ctx.redirect(userUrl(user));
-    render(ctx, 'admin/disable', { title: `Disable ${user.username} · Admin`, tab: 'users', user: adminUser(user) });
+    render(ctx, 'admin/disable', { title: pageT(ctx, 'admin/disable')('admin:titles.disable', { username: user.username }), tab: 'users', user: adminUser(user) });
   });
 
   router.post('/users/:id/disable', async (ctx) => {
@@ -190,7 +185,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     const page = pageOf(ctx);
     const { total, items } = await siteAuditLog(db, page);
     render(ctx, 'admin/audit', {
-      title: 'Audit log · Admin',
+      title: pageT(ctx, 'admin/audit')('admin:titles.audit'),
       tab: 'audit',
       events: items.map(siteAuditEvent),
       pages: pagination(`${BASE}/audit`, page, total),
