@@ -24,24 +24,15 @@ const BASE = '/account/settings';
 
 /** The Expiration choices of the token form; the value is the number of days, or "never". */
 const EXPIRATIONS = [
-  { value: '7', label: '7 days' },
-  { value: '30', label: '30 days' },
-  { value: '90', label: '90 days' },
-  { value: '365', label: '365 days' },
-  { value: 'never', label: 'No expiration' },
+  { value: '7' },
+  { value: '30' },
+  { value: '90' },
+  { value: '365' },
+  { value: 'never' },
 ] as const;
 const DEFAULT_EXPIRATION = '30';
 
 const TOKEN_SCOPES = API_SCOPES.map((scope) => ({ value: scope, description: PERSONAL_TOKEN_SCOPES[scope] }));
-
-const SHOWN_ONCE = 'was shown once, on the page after it was made, and is not shown again: only a digest is stored. If it was not copied, revoke it and generate another.';
-
-const NOTICES: Record<string, string> = {
-  'token-created': `Access token generated. It ${SHOWN_ONCE}`,
-  'token-repeated': `This form was submitted already: the token it generated is listed below. It ${SHOWN_ONCE}`,
-  'token-revoked': 'Access token revoked.',
-  'app-revoked': 'Access revoked. The application’s tokens no longer work.',
-};
 
 interface TokenForm {
   name: string;
@@ -129,11 +120,6 @@ function tokenId(ctx: Context): number {
 export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const { db, provider } = deps;
   const router = new Router({ prefix: BASE });
-
-  function notice(ctx: Context): string | null {
-    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES[key] ?? null;
-  }
 
   async function renderTokens(
     ctx: Context,
@@ -237,7 +223,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       title: t('account:titles.applications'),
       tab: 'applications',
       applications: grants.map(authorizedApplication),
-      flash: ctx.query.notice === 'app-revoked' ? t('account:notices.appRevoked') : notice(ctx),
+      flash: ctx.query.notice === 'app-revoked' ? t('account:notices.appRevoked') : null,
     });
   });
 
