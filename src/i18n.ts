@@ -59,6 +59,14 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'groups/settings/app-new',
   'groups/settings/app-delete',
   'groups/settings/app-revoke-tokens',
+  // Groups: the list, a new group, a group, and its settings (General, Members, Delete, Audit log).
+  'groups/index',
+  'groups/new',
+  'groups/show',
+  'groups/settings/general',
+  'groups/settings/members',
+  'groups/settings/delete',
+  'groups/settings/audit',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',

@@ -10,6 +10,7 @@ import type { Role } from '../vocabulary.js';
  *   member between those two roles, and reads the audit log. Ownership is the owners' own.
  * - A member reads the group.
  * Anyone in a group may leave it (the last owner excepted: see services/groups.ts).
+ * The Members page says the same of each role in words: locales/<language>/groups.json, roles.
  */
 export type GroupAction =
   | 'read'
@@ -38,10 +39,3 @@ export function canChangeMember(role: Role | undefined, change: { from?: Role; t
   if (!canGroup(role, 'manage-members')) return false;
   return role === 'owner' || (change.from !== 'owner' && change.to !== 'owner');
 }
-
-/** What each role may do, in one line each, as the Members page explains them. */
-export const ROLE_EXPLANATIONS: Record<Role, string> = {
-  owner: 'Everything: settings, applications and their secrets, members of every role, the audit log, deleting the group.',
-  maintainer: 'Adds and removes members and maintainers, changes a member’s role between those two, and reads the audit log.',
-  member: 'Sees the group and its members.',
-};

@@ -1,62 +1,35 @@
 import type { AuditAction, AuditRow } from '../db/audit.js';
+import { RESOURCES, translator, type Language, type Translate } from '../i18n.js';
 import { toIso } from '../time.js';
+import type ENGLISH_AUDIT_WORDS from '../../locales/en/audit.json';
 
 /**
- * Audit rows as the audit logs show them: the action in words ("Client secret revoked"; the code
- * stays in the row for machines), and its details as short phrases: an edit as
- * "field: before → after" for each changed field, a secret by its last four characters. Rows
- * written before edits recorded their changes (the fields given, a secret's id) still render.
+ * Audit rows as the audit logs show them, in the page's language: the action in words ("Client
+ * secret revoked"; the code stays in the row for machines), and its details as short phrases: an
+ * edit as "field: before → after" for each changed field, a secret by its last four characters.
+ * Rows written before edits recorded their changes (the fields given, a secret's id) still render.
+ * The words are in `locales/<language>/audit.json`, keyed by the action's code.
  */
-const ACTION_NAMES: Record<AuditAction, string> = {
-  'group.create': 'Group created',
-  'group.update': 'Group settings changed',
-  'group.delete': 'Group deleted',
-  'member.add': 'Member added',
-  'member.role': 'Role changed',
-  'member.remove': 'Member removed',
-  'member.leave': 'Left the group',
-  'app.create': 'Application created',
-  'app.update': 'Application updated',
-  'app.delete': 'Application deleted',
-  'app.secret.create': 'Client secret generated',
-  'app.secret.revoke': 'Client secret revoked',
-  'app.tokens.revoke': 'Every user’s tokens revoked',
-  'app.secret.report.revoke': 'Client secret revoked: reported public',
-  'app.token.report.revoke': 'OAuth token revoked: reported public',
-  'token.report.revoke': 'Personal access token revoked: reported public',
-  'user.admin.grant': 'Made a site administrator',
-  'user.admin.revoke': 'No longer a site administrator',
-  'user.disable': 'Account disabled',
-  'user.enable': 'Account enabled',
-  'user.password_reset.send': 'Password reset link sent',
-  'sign-in_provider.add': 'Sign-in provider added',
-  'sign-in_provider.update': 'Sign-in provider changed',
-  'sign-in_provider.disable': 'Sign-in provider disabled',
-  'sign-in_provider.enable': 'Sign-in provider enabled',
-  'sign-in_provider.remove': 'Sign-in provider removed',
-  'user.identity.link': 'Sign-in provider linked',
-  'user.identity.unlink': 'Sign-in provider unlinked',
-  'user.password.set': 'Password set',
-  'user.two_factor.enable': 'Two-factor authentication turned on',
-  'user.two_factor.disable': 'Two-factor authentication turned off',
-  'user.two_factor.recovery_codes': 'New recovery codes generated',
-  'user.two_factor.reset': 'Two-factor authentication reset by an administrator',
-  'user.passkey.add': 'Passkey added',
-  'user.passkey.remove': 'Passkey removed',
-  'user.recovery.clear': 'Passkeys, two-factor and tokens cleared by a password reset',
-};
+
+/**
+ * Every action has its words: an action added to AUDIT_ACTIONS without a key in the English
+ * resource fails the typecheck here (test/unit/audit-words.test.ts checks every language).
+ */
+const EVERY_ACTION_HAS_WORDS: Record<AuditAction, string> = {} as typeof ENGLISH_AUDIT_WORDS;
+void EVERY_ACTION_HAS_WORDS;
+
+const ENGLISH_WORDS = RESOURCES.en.audit as Record<string, unknown>;
 
 /** An action in words; a code no longer written (an older row's) reads from its code ("app.tokens.purge": "App tokens purge"). */
-export function actionName(code: string): string {
-  const known = Object.hasOwn(ACTION_NAMES, code) ? ACTION_NAMES[code as AuditAction] : undefined;
-  if (known) return known;
+export function actionName(code: string, lang: Language = 'en'): string {
+  if (Object.hasOwn(ENGLISH_WORDS, code) && typeof ENGLISH_WORDS[code] === 'string' && !code.startsWith('_')) return translator(lang)(`audit:${code}`);
   const words = code.replace(/[._]+/g, ' ').trim();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function shown(value: unknown): string {
-  if (Array.isArray(value)) return value.length ? value.map(shown).join(', ') : '(none)';
-  if (value === '' || value === null || value === undefined) return '(empty)';
+function shown(value: unknown, t: Translate): string {
+  if (Array.isArray(value)) return value.length ? value.map((v) => shown(v, t)).join(t('audit:_details.separator')) : t('audit:_details.none');
+  if (value === '' || value === null || value === undefined) return t('audit:_details.empty');
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
@@ -64,32 +37,33 @@ function isChange(value: unknown): value is { from: unknown; to: unknown } {
   return !!value && typeof value === 'object' && 'from' in value && 'to' in value;
 }
 
-/** The details of a row as phrases; `labelOf` names a changed field as the pages do. */
-export function auditDetails(details: Record<string, unknown>, labelOf: (field: string) => string = (field) => field): string[] {
+/** The details of a row as phrases in `lang`; `labelOf` names a changed field as the pages do. */
+export function auditDetails(details: Record<string, unknown>, labelOf: (field: string) => string = (field) => field, lang: Language = 'en'): string[] {
+  const t = translator(lang);
   const phrases: string[] = [];
   for (const [key, value] of Object.entries(details)) {
     if (key === 'changes' && value && typeof value === 'object') {
       const changes = Object.entries(value as Record<string, unknown>).filter(([, change]) => isChange(change));
-      if (!changes.length) phrases.push('nothing changed');
+      if (!changes.length) phrases.push(t('audit:_details.nothingChanged'));
       for (const [field, change] of changes) {
         const { from, to } = change as { from: unknown; to: unknown };
-        phrases.push(`${labelOf(field)}: ${shown(from)} → ${shown(to)}`);
+        phrases.push(t('audit:_details.change', { field: labelOf(field), from: shown(from, t), to: shown(to, t) }));
       }
     } else if (key === 'authorizationsEnded') {
       // A new callback URL ends every grant of the application (services/apps.ts).
-      phrases.push(`every user's authorization ended, so each consents again (${shown(value)} ${value === 1 ? 'user' : 'users'})`);
+      phrases.push(typeof value === 'number' ? t('audit:_details.authorizationsEnded', { count: value }) : t('audit:_details.field', { field: key, value: shown(value, t) }));
     } else if (key === 'lastFour') {
-      phrases.push(`secret …${shown(value)}`);
+      phrases.push(t('audit:_details.lastFour', { lastFour: shown(value, t) }));
     } else if (key === 'secretId') {
-      phrases.push(`secret #${shown(value)}`);
+      phrases.push(t('audit:_details.secretId', { id: shown(value, t) }));
     } else if (key === 'from' && 'to' in details) {
-      phrases.push(`role: ${shown(value)} → ${shown(details.to)}`);
+      phrases.push(t('audit:_details.roleChange', { from: shown(value, t), to: shown(details.to, t) }));
     } else if (key === 'to' && 'from' in details) {
       // Shown with "from" above.
     } else if (key === 'from') {
-      phrases.push(`role was ${shown(value)}`);
+      phrases.push(t('audit:_details.roleWas', { role: shown(value, t) }));
     } else {
-      phrases.push(`${key}: ${shown(value)}`);
+      phrases.push(t('audit:_details.field', { field: key, value: shown(value, t) }));
     }
   }
   return phrases;
@@ -105,16 +79,16 @@ export function auditDetailsOf(row: Pick<AuditRow, 'details'>): Record<string, u
   }
 }
 
-/** A row as an audit log shows it, with the actor's name as the log decides it. */
-export function presentAuditEvent(row: AuditRow, actor: string, details: string[]) {
+/** A row as an audit log in `lang` shows it, with the actor's name as the log decides it, and its details (`auditDetails` in the same language). */
+export function presentAuditEvent(row: AuditRow, actor: string, details: string[], lang: Language = 'en') {
   return {
     id: row.id,
     at: toIso(row.created_at) ?? '',
     actor,
-    action: actionName(row.action),
+    action: actionName(row.action, lang),
     code: row.action,
     target: row.target,
-    details: details.join(', '),
+    details: details.join(translator(lang)('audit:_details.separator')),
     ip: row.ip ?? '',
   };
 }

@@ -3,12 +3,13 @@ import type { Context, Middleware } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
-import type { Role } from '../vocabulary.js';
+import { ROLES, VISIBILITY_LEVELS, type Role } from '../vocabulary.js';
 import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { accessOf, groupLoader } from '../http/load-group.js';
 import { parseId } from '../ids.js';
-import { canChangeMember, canGroup, ROLE_EXPLANATIONS, type GroupAction } from '../policies/group.js';
+import { canChangeMember, canGroup, type GroupAction } from '../policies/group.js';
+import { pageLanguage, translateMessage, translator, type Language, type Translate } from '../i18n.js';
 import {
   addMember,
   auditLogOf,
@@ -37,36 +38,23 @@ import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } 
 import { render } from './render.js';
 import { TWO_FACTOR_SETTINGS } from './two-factor-routes.js';
 
-/** The levels as GitLab names them, each with who it is meant for, shown next to the choice. */
-export const VISIBILITY_LEVELS = [
-  { value: 'private', label: 'Private', explanation: 'Only members of the group.' },
-  { value: 'internal', label: 'Internal', explanation: 'Anyone signed in to Horizon ID.' },
-  { value: 'public', label: 'Public', explanation: 'Anyone, signed in or not.' },
-] as const;
+/** The levels as GitLab names them, each with who it is meant for, shown next to the choice (words: locales/<language>/groups.json). */
+function visibilityLevels(t: Translate) {
+  return VISIBILITY_LEVELS.map((value) => ({ value, label: t(`groups:visibility.${value}.label`), explanation: t(`groups:visibility.${value}.explanation`) }));
+}
 
-export const ROLES = [
-  { value: 'owner', label: 'Owner', explanation: ROLE_EXPLANATIONS.owner },
-  { value: 'maintainer', label: 'Maintainer', explanation: ROLE_EXPLANATIONS.maintainer },
-  { value: 'member', label: 'Member', explanation: ROLE_EXPLANATIONS.member },
-] as const;
+/** The roles with what each may do (policies/group.ts), in one line each, as the Members page explains them. */
+function roles(t: Translate) {
+  return ROLES.map((value) => ({ value, label: t(`groups:roles.${value}.label`), explanation: t(`groups:roles.${value}.explanation`) }));
+}
 
-/** Why a maintainer sees an owner's controls disabled on the Members page. */
-const OWNERS_ONLY = 'Only an owner can change or remove an owner.';
+/** A group form's labels in the page's language; the errors keep LABELS' English words, which render translates. */
+function labelsOf(t: Translate, form: 'group' | 'member'): Record<string, string> {
+  return Object.fromEntries(Object.keys(LABELS[form]).map((field) => [field, t(`groups:labels.${form}.${field}`)]));
+}
 
 /** The one-line notices of Post/Redirect/Get, chosen by a query flag (never echoing the query itself). */
-const NOTICES: Record<string, string> = {
-  created: 'Group created.',
-  saved: 'Settings saved.',
-  added: 'Member added.',
-  role: 'Role changed.',
-  removed: 'Member removed.',
-  left: 'You left the group.',
-  deleted: 'Group deleted. Its applications\' tokens no longer work.',
-  'group-repeated': 'This form was submitted already: this is the group it created.',
-  'member-repeated': 'This form was submitted already: the member was added then.',
-};
-
-const PATH_HINT = '2–64 lower-case letters, digits, "-", "_" or "." — it becomes the address /groups/<path>.';
+const NOTICES: ReadonlySet<string> = new Set(['created', 'saved', 'added', 'role', 'removed', 'left', 'deleted', 'group-repeated', 'member-repeated']);
 
 type Ctx = RouterContext;
 
@@ -80,9 +68,9 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     return `/groups/${encodeURIComponent(group.path)}/settings${tab ? `/${tab}` : ''}`;
   }
 
-  function notice(ctx: Context): string | null {
+  function notice(ctx: Context, t: Translate): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES[key] ?? null;
+    return NOTICES.has(key) ? t(`groups:notices.${key}`) : null;
   }
 
   router.get('/groups', async (ctx) => {
@@ -91,15 +79,16 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const [{ items }, viewerHasTwoFactor] = await Promise.all([groupsOfUser(db, user.id, { limit: 200, offset: 0 }), hasTwoFactor(db, user.id)]);
     // Marked: the groups that require two-factor authentication, and those closed to this viewer until they turn it on.
     const groups = items.map((g) => ({ ...g, closedForTwoFactor: closedForTwoFactor(g, actor, viewerHasTwoFactor) }));
-    render(ctx, 'groups/index', { title: 'Groups', groups, twoFactorSettings: TWO_FACTOR_SETTINGS, flash: notice(ctx) });
+    const t = translator(pageLanguage(ctx, 'groups/index'));
+    render(ctx, 'groups/index', { title: t('groups:titles.index'), groups, twoFactorSettings: TWO_FACTOR_SETTINGS, flash: notice(ctx, t) });
   });
 
   function renderNewGroup(ctx: Ctx, extra: { values: Record<string, string>; errors?: Record<string, string>; onceKey: string }, status = 200) {
+    const t = translator(pageLanguage(ctx, 'groups/new'));
     render(ctx, 'groups/new', {
-      title: 'New group',
-      labels: LABELS.group,
-      visibilityLevels: VISIBILITY_LEVELS,
-      pathHint: PATH_HINT,
+      title: t('groups:titles.new'),
+      labels: labelsOf(t, 'group'),
+      visibilityLevels: visibilityLevels(t),
       ...extra,
     }, status);
   }
@@ -137,16 +126,18 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function renderShow(ctx: Ctx, access: GroupAccess, problem: string | null = null, status = 200) {
     const { group, role } = access;
     const members = await membersOf(db, access);
+    const lang = pageLanguage(ctx, 'groups/show');
+    const t = translator(lang);
     render(ctx, 'groups/show', {
       title: group.name,
       group,
       role,
       members,
       settingsUrl: firstSettingsTab(group, role),
-      lastOwner: isLastOwner(access, members) ? `${sentence(LAST_OWNER_LEAVING)}.` : null,
-      visibilityLevels: VISIBILITY_LEVELS,
+      lastOwner: isLastOwner(access, members) ? `${translateMessage(sentence(LAST_OWNER_LEAVING), lang)}${t('common:sentenceEnd')}` : null,
+      visibilityLevels: visibilityLevels(t),
       problem,
-      flash: notice(ctx),
+      flash: notice(ctx, t),
     }, status);
   }
 
@@ -161,7 +152,9 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       await leaveGroup(db, access);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
-      await renderShow(ctx, access, `Could not leave ${access.group.name}. ${sentence(err.message)}.`, err.status);
+      const lang = pageLanguage(ctx, 'groups/show');
+      const reason = translateMessage(sentence(err.message), lang);
+      await renderShow(ctx, access, translator(lang)('groups:show.couldNotLeave', { group: access.group.name, reason }), err.status);
       return;
     }
     ctx.redirect('/groups?notice=left');
@@ -173,8 +166,9 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   // Settings: General.
   function renderGeneral(ctx: Ctx, group: GroupRow, extra: { values?: Record<string, string | boolean>; errors?: Record<string, string> } = {}, status = 200) {
+    const t = translator(pageLanguage(ctx, 'groups/settings/general'));
     render(ctx, 'groups/settings/general', {
-      title: `Settings · ${group.name}`,
+      title: t('groups:titles.settings', { group: group.name }),
       group,
       tab: 'general',
       values: extra.values ?? {
@@ -186,9 +180,9 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       },
       maxLifetimeDays: MAX_POLICY_DAYS,
       errors: extra.errors ?? {},
-      labels: LABELS.group,
-      visibilityLevels: VISIBILITY_LEVELS,
-      flash: notice(ctx),
+      labels: labelsOf(t, 'group'),
+      visibilityLevels: visibilityLevels(t),
+      flash: notice(ctx, t),
     }, status);
   }
 
@@ -226,23 +220,24 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   ) {
     const { group, actor, role } = access;
     const members = (await membersOf(db, access)).map((m) => ({ ...m, mayChange: canChangeMember(role, { from: m.role }) }));
+    const t = translator(pageLanguage(ctx, 'groups/settings/members'));
+    const allRoles = roles(t);
     render(ctx, 'groups/settings/members', {
-      title: `Members · ${group.name}`,
+      title: t('groups:titles.members', { group: group.name }),
       group,
       tab: 'members',
       can: canOf(role),
       members,
       actorId: actor.userId,
-      roles: ROLES,
+      roles: allRoles,
       // The roles this actor may give: a maintainer's choices leave out owner.
-      grantable: ROLES.filter((r) => canChangeMember(role, { to: r.value })),
-      ownersOnly: OWNERS_ONLY,
+      grantable: allRoles.filter((r) => canChangeMember(role, { to: r.value })),
       values: extra.values ?? { role: 'member' },
       errors: extra.errors ?? {},
-      labels: LABELS.member,
+      labels: labelsOf(t, 'member'),
       onceKey: extra.onceKey ?? issueOnceKey(ctx),
       problem: extra.problem ?? null,
-      flash: notice(ctx),
+      flash: notice(ctx, t),
     }, status);
   }
 
@@ -280,7 +275,13 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
       const member = (await membersOf(db, access)).find((m) => m.user_id === userId);
-      await renderMembers(ctx, access, { problem: `Could not ${verb} ${member?.username ?? 'this member'}: ${err.message}.` }, err.status);
+      const lang = pageLanguage(ctx, 'groups/settings/members');
+      const t = translator(lang);
+      const problem = t(verb === 'remove' ? 'groups:members.couldNotRemove' : 'groups:members.couldNotChangeRole', {
+        username: member?.username ?? t('groups:members.thisMember'),
+        reason: translateMessage(err.message, lang),
+      });
+      await renderMembers(ctx, access, { problem }, err.status);
       return;
     }
     // Whoever just gave up their own ownership can no longer see the settings.
@@ -301,15 +302,17 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/groups/:path/settings/audit', loadGroup('read-audit'), async (ctx) => {
     const access = accessOf(ctx);
     const { group } = access;
-    const events = (await auditLogOf(db, access)).map(groupAuditEvent);
-    render(ctx, 'groups/settings/audit', { title: `Audit log · ${group.name}`, group, tab: 'audit', can: canOf(access.role), events });
+    const lang = pageLanguage(ctx, 'groups/settings/audit');
+    const events = (await auditLogOf(db, access)).map((row) => groupAuditEvent(row, lang));
+    render(ctx, 'groups/settings/audit', { title: translator(lang)('groups:titles.audit', { group: group.name }), group, tab: 'audit', can: canOf(access.role), events });
   });
 
   // Settings: Delete the group, after a page naming what goes with it and asking for its path.
   async function renderDelete(ctx: Ctx, access: GroupAccess, errors: Record<string, string> = {}, status = 200) {
     const { group } = access;
+    const t = translator(pageLanguage(ctx, 'groups/settings/delete'));
     render(ctx, 'groups/settings/delete', {
-      title: `Delete ${group.name}?`,
+      title: t('groups:titles.delete', { group: group.name }),
       group,
       tab: 'general',
       summary: await groupDeletionSummary(db, access),
@@ -402,12 +405,14 @@ function memberId(value: string | undefined): number {
 const REPORTED_ACTIONS = new Set(['app.secret.report.revoke', 'app.token.report.revoke']);
 
 /**
- * An audit row as the group's log shows it: the actor ("deleted user", or "—": the admin CLI),
- * the action in words, the details with the fields named by the form's labels.
+ * An audit row as the group's log in `lang` shows it: the actor ("deleted user", or "—": the admin
+ * CLI), the action in words, the details with the fields named by the form's labels.
  */
-function groupAuditEvent(row: AuditRow) {
-  const labels: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
-  const details = auditDetails(auditDetailsOf(row), (field) => labels[field] ?? field);
-  const actor = row.actor_username ?? (row.actor_deleted ? 'deleted user' : REPORTED_ACTIONS.has(row.action) ? 'leaked-credential report' : '—');
-  return presentAuditEvent(row, actor, details);
+function groupAuditEvent(row: AuditRow, lang: Language) {
+  const t = translator(lang);
+  const form = row.action.startsWith('app.') ? 'audit:_appFields' : 'groups:labels.group';
+  const fields: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
+  const details = auditDetails(auditDetailsOf(row), (field) => (Object.hasOwn(fields, field) ? t(`${form}.${field}`) : field), lang);
+  const actor = row.actor_username ?? (row.actor_deleted ? t('groups:audit.deletedUser') : REPORTED_ACTIONS.has(row.action) ? t('groups:audit.leakReport') : '—');
+  return presentAuditEvent(row, actor, details, lang);
 }
