@@ -14,7 +14,7 @@ import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
 import { adminProviderRoutes } from './admin-provider-routes.js';
 import { actorOf, type WebDeps } from './context.js';
-import { pageT } from '../i18n.js';
+import { type Language, pageLanguage, pageT, translator } from '../i18n.js';
 import { render } from './render.js';
 import { noticeToOwner } from './security-notice.js';
 
@@ -89,10 +89,10 @@ function adminUser(row: Omit<UserRow, 'password_hash'>) {
   };
 }
 
-/** A site audit row as the log shows it: the administrator, "CLI", or "—" for a deleted account. */
-function siteAuditEvent(row: AuditRow) {
+/** A site audit row as the log in `lang` shows it: the administrator, "CLI", or "—" for a deleted account. */
+function siteAuditEvent(row: AuditRow, lang: Language) {
   const { via, ...rest } = auditDetailsOf(row);
-  return presentAuditEvent(row, row.actor_username ?? (via === 'cli' ? 'CLI' : '—'), auditDetails(rest));
+  return presentAuditEvent(row, row.actor_username ?? (via === 'cli' ? 'CLI' : '—'), auditDetails(rest, undefined, lang), lang);
 }
 
 /**
@@ -184,10 +184,11 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/audit', async (ctx) => {
     const page = pageOf(ctx);
     const { total, items } = await siteAuditLog(db, page);
+    const lang = pageLanguage(ctx, 'admin/audit');
     render(ctx, 'admin/audit', {
-      title: pageT(ctx, 'admin/audit')('admin:titles.audit'),
+      title: translator(lang)('admin:titles.audit'),
       tab: 'audit',
-      events: items.map(siteAuditEvent),
+      events: items.map((row) => siteAuditEvent(row, lang)),
       pages: pagination(`${BASE}/audit`, page, total),
     });
   });
