@@ -4,9 +4,13 @@ import { seenFrom, type WebDeps } from './context.js';
 
 /**
  * Mails the account's owner a security notice of a change this request made (already committed),
- * saying from which browser and address it came, in the language of the page it came from. In
- * the background: the page does not wait on the mail server.
+ * saying from which browser and address it came. In the background: the page does not wait on
+ * the mail server. In the language of the page it came from when the owner made the change; in
+ * English when someone else did (an administrator's reset), whose page says nothing of the
+ * owner's language.
  */
 export function noticeToOwner(deps: WebDeps, ctx: Context, user: NoticeRecipient, event: SecurityEvent, detail?: string): void {
-  sendSecurityNotice(deps, user, event, seenFrom(ctx), detail === undefined ? {} : { detail });
+  const from = seenFrom(ctx);
+  const byOwner = (ctx.state.user as { id?: number } | undefined)?.id === user.id;
+  sendSecurityNotice(deps, user, event, byOwner ? from : { ...from, lang: 'en' }, detail === undefined ? {} : { detail });
 }
