@@ -1,4 +1,4 @@
-import { translator } from '../i18n.js';
+import { asLanguage, translator } from '../i18n.js';
 import { browserInWords, mailDate } from './security-notices.js';
 import type { SeenFrom } from './sessions.js';
 import type { Mail } from './mail.js';
@@ -15,10 +15,10 @@ export type AddressAttempt = 'signup' | 'email-change';
 /** Each attempt's words in the `mail` namespace (`mail:addressInUse.<key>`: subject, what). */
 const WORDS: Record<AddressAttempt, string> = { signup: 'signup', 'email-change': 'emailChange' };
 
-/** The mail, in the language of the page the attempt came from (`from.lang`), English otherwise. */
-export function addressInUseMail(issuer: string, owner: { username: string; email: string }, attempt: AddressAttempt, from: SeenFrom, at = new Date()): Mail {
+/** The mail, in the language the owner's account chose, else the page's the attempt came from (`from.lang`), else English. */
+export function addressInUseMail(issuer: string, owner: { username: string; email: string; language?: string | null }, attempt: AddressAttempt, from: SeenFrom, at = new Date()): Mail {
   const site = new URL(issuer).host;
-  const lang = from.lang ?? 'en';
+  const lang = asLanguage(owner.language) ?? from.lang ?? 'en';
   const t = translator(lang);
   const words = `mail:addressInUse.${WORDS[attempt]}`;
   return {

@@ -1,5 +1,5 @@
 import { describeUserAgent } from '../presenters/session.js';
-import { formatDate, translator, type Language } from '../i18n.js';
+import { asLanguage, formatDate, translator, type Language } from '../i18n.js';
 import type { SeenFrom } from './sessions.js';
 import type { MailDeps } from './verification.js';
 
@@ -61,14 +61,17 @@ export interface NoticeRecipient {
   id: number;
   username: string;
   email: string;
+  /** The language the account chose for its mails (users.language), if any. */
+  language?: string | null;
 }
 
 /**
  * The words and values of one notice (exported for the tests of its wording), in `options.lang`,
- * else in the language of the page the change came from (`from.lang`), else English.
+ * else the language the account chose, else the language of the page the change came from
+ * (`from.lang`), else English.
  */
 export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: NoticeSource, options: { detail?: string; at?: Date; lang?: Language } = {}) {
-  const lang = options.lang ?? (from === COMMAND_LINE ? undefined : from.lang) ?? 'en';
+  const lang = options.lang ?? asLanguage(user.language) ?? (from === COMMAND_LINE ? undefined : from.lang) ?? 'en';
   const t = translator(lang);
   const at = options.at ?? new Date();
   return {

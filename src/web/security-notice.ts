@@ -5,9 +5,9 @@ import { seenFrom, type WebDeps } from './context.js';
 /**
  * Mails the account's owner a security notice of a change this request made (already committed),
  * saying from which browser and address it came. In the background: the page does not wait on
- * the mail server. In the language of the page it came from when the owner made the change; in
- * English when someone else did (an administrator's reset), whose page says nothing of the
- * owner's language.
+ * the mail server. In the language the account chose, else the language of the page it came
+ * from when the owner made the change, else English (someone else made it, an administrator's
+ * reset: that page says nothing of the owner's language).
  */
 export function noticeToOwner(deps: WebDeps, ctx: Context, user: NoticeRecipient, event: SecurityEvent, detail?: string): void {
   const from = seenFrom(ctx);

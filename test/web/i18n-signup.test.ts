@@ -164,6 +164,21 @@ describe('Signing up in the reader\'s language: the form, its link\'s page and m
     expect(mail.text).to.include(`Someone, probably you, asked to create the account "${username}" on`);
   });
 
+  it('writes to an account in the language it chose, whatever the page of the one who caused the mail', async () => {
+    const owner = await makeUser(idp.db);
+    await idp.db('users').where({ id: owner.id }).update({ language: 'ja' });
+    const t = translator('ja');
+    const browser = new Browser(idp.url, { headers: { 'accept-language': 'de' } });
+    const form = await browser.get('/signup').expect(200);
+    await browser.fill(form, '/signup', { Benutzername: `other-${Date.now()}`, 'E-Mail-Adresse': owner.email, Passwort: 'a long new passphrase' }).expect(302);
+    const mail = await smtp.nextWith(owner.email, t('mail:addressInUse.signup.subject'));
+    expect(mail.html).to.include('<html lang="ja">');
+    // An administrator's change: the notice in the account's language too, not the administrator's page's.
+    const notice = securityNotice('https://id.example.test', { ...owner, language: 'ja' }, 'two-factor-reset', { ip: '192.0.2.7', userAgent: '', lang: 'en' });
+    expect(notice.lang).to.equal('ja');
+    expect(notice.subject).to.equal(t('mail:notice.events.two-factor-reset.subject'));
+  });
+
   for (const lang of ['de', 'ja'] as Language[]) {
     const browserIn = () => new Browser(idp.url, { also: [upstream.url], headers: { 'accept-language': lang } });
 

@@ -17,7 +17,6 @@ import { inWords } from '../../src/errors.js';
 import { LANGUAGES, TRANSLATED_VIEWS, translator, type Language } from '../../src/i18n.js';
 import { VIEWS } from '../../src/paths.js';
 
-
 describe('Pages in the reader\'s language', function () {
   this.timeout(30_000);
   const idp = useIdp('sqlite');
