@@ -67,6 +67,11 @@ export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
   'groups/settings/members',
   'groups/settings/delete',
   'groups/settings/audit',
+  // Area "signup": the sign-up form, its link's page, the upstream provider's sign-up.
+  'signup',
+  'signup/confirm',
+  'signup/address-taken',
+  'upstream-sign-up',
   // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
   'error',
   'upstream-error',

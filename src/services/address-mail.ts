@@ -1,4 +1,5 @@
-import { describeUserAgent } from '../presenters/session.js';
+import { asLanguage, translator } from '../i18n.js';
+import { browserInWords, mailDate } from './security-notices.js';
 import type { SeenFrom } from './sessions.js';
 import type { Mail } from './mail.js';
 
@@ -11,33 +12,29 @@ import type { Mail } from './mail.js';
  */
 export type AddressAttempt = 'signup' | 'email-change';
 
-const WHAT: Record<AddressAttempt, { subject: string; what: string }> = {
-  signup: {
-    subject: 'Someone tried to create an account with your address',
-    what: 'Someone, maybe you, tried to create a new account on {site} with {email}.',
-  },
-  'email-change': {
-    subject: 'Someone tried to move another account to your address',
-    what: 'Someone signed in to another account on {site} asked to change that account’s e-mail address to {email}.',
-  },
-};
+/** Each attempt's words in the `mail` namespace (`mail:addressInUse.<key>`: subject, what). */
+const WORDS: Record<AddressAttempt, string> = { signup: 'signup', 'email-change': 'emailChange' };
 
-export function addressInUseMail(issuer: string, owner: { username: string; email: string }, attempt: AddressAttempt, from: SeenFrom, at = new Date()): Mail {
+/** The mail, in the language the owner's account chose, else the page's the attempt came from (`from.lang`), else English. */
+export function addressInUseMail(issuer: string, owner: { username: string; email: string; language?: string | null }, attempt: AddressAttempt, from: SeenFrom, at = new Date()): Mail {
   const site = new URL(issuer).host;
-  const words = WHAT[attempt];
+  const lang = asLanguage(owner.language) ?? from.lang ?? 'en';
+  const t = translator(lang);
+  const words = `mail:addressInUse.${WORDS[attempt]}`;
   return {
     to: owner.email,
-    subject: words.subject,
+    subject: t(`${words}.subject`),
     template: 'address-in-use',
+    lang,
     data: {
       link: `${issuer}/login`,
       resetLink: `${issuer}/forgot-password`,
       username: owner.username,
       site,
-      what: words.what.replace('{site}', site).replace('{email}', owner.email),
-      when: at.toUTCString().replace('GMT', 'UTC'),
-      browser: describeUserAgent(from.userAgent),
-      address: from.ip || 'an unknown address',
+      what: t(`${words}.what`, { site, email: owner.email }),
+      when: mailDate(at, lang),
+      browser: browserInWords(from.userAgent, lang),
+      address: from.ip || t('mail:seen.unknownAddress'),
     },
   };
 }

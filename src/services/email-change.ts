@@ -5,6 +5,7 @@ import { findEmailChange, insertEmailChange, openEmailChange, pruneEmailChanges,
 import { isUniqueViolation } from '../db/knex.js';
 import { findUserByLogin, replaceEmail, type UserRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
+import { translator } from '../i18n.js';
 import { now } from '../time.js';
 import { linkDigest, linkExpiry, LinkRefusedError, linkUrl, newLinkToken, refusalOf } from './account-links.js';
 import { addressInUseMail } from './address-mail.js';
@@ -60,11 +61,13 @@ async function deliverEmailChange(deps: EmailChangeDeps, user: Pick<UserRow, 'id
     await deps.mailer.send(addressInUseMail(deps.config.issuer, holder, 'email-change', from));
     return;
   }
+  const lang = from.lang ?? 'en';
   await deps.mailer.send({
     to: email,
-    subject: 'Confirm your new e-mail address',
+    subject: translator(lang)('mail:emailChange.subject'),
     template: 'confirm-email-change',
     data: { link: linkUrl(deps.config.issuer, 'email-change', token), username: user.username, email, site: new URL(deps.config.issuer).host },
+    lang,
   });
 }
 

@@ -1,4 +1,5 @@
 import { describeUserAgent } from '../presenters/session.js';
+import { asLanguage, formatDate, translator, type Language } from '../i18n.js';
 import type { SeenFrom } from './sessions.js';
 import type { MailDeps } from './verification.js';
 
@@ -26,29 +27,29 @@ export type SecurityEvent =
   | 'sign-in-method-linked'
   | 'sign-in-method-unlinked';
 
-interface EventWords {
-  subject: string;
-  /** What happened, as one sentence; `{detail}` is the event's detail (a name, an address). */
-  what: string;
-  /** The settings page where the owner sees (and undoes) the change. */
-  page: string;
-}
-
-const EVENTS: Record<SecurityEvent, EventWords> = {
-  'password-changed': { subject: 'Your password was changed', what: 'The password of your account was changed.', page: '/account/settings/password' },
-  'password-reset': { subject: 'Your password was reset', what: 'The password of your account was reset through a link sent to this address.', page: '/account/settings/sessions' },
-  'email-changed': { subject: 'Your e-mail address was changed', what: 'The e-mail address of your account was changed to {detail}. Messages about the account now go there.', page: '/account/settings/profile' },
-  'two-factor-enabled': { subject: 'Two-factor authentication was turned on', what: 'Two-factor authentication with an authenticator app was turned on for your account.', page: '/account/settings/two-factor' },
-  'two-factor-disabled': { subject: 'Two-factor authentication was turned off', what: 'Two-factor authentication was turned off for your account: signing in needs only the password now.', page: '/account/settings/two-factor' },
-  'two-factor-reset': { subject: 'Two-factor authentication was reset by an administrator', what: 'A site administrator reset two-factor authentication for your account: its authenticator app, recovery codes and passkeys were removed, and signing in needs only the password now. If you did not ask for this, tell your administrator.', page: '/account/settings/two-factor' },
-  'recovery-codes-replaced': { subject: 'New recovery codes were made', what: 'New two-factor recovery codes were made for your account; the old ones no longer work.', page: '/account/settings/two-factor' },
-  'passkey-added': { subject: 'A passkey was added', what: 'A passkey named "{detail}" was added to your account: it can sign in without your password.', page: '/account/settings/passkeys' },
-  'passkey-removed': { subject: 'A passkey was removed', what: 'The passkey named "{detail}" was removed from your account.', page: '/account/settings/passkeys' },
-  'personal-token-created': { subject: 'A personal access token was created', what: 'A personal access token named "{detail}" was created for your account: it can call the API as you.', page: '/account/settings/tokens' },
-  'password-set': { subject: 'A password was set', what: 'A password was set for your account, which had none: it can now be signed in to with your username or address and that password.', page: '/account/settings/sign-in-methods' },
-  'sign-in-method-linked': { subject: 'A sign-in method was linked', what: 'Your account can now be signed in to with {detail}.', page: '/account/settings/sign-in-methods' },
-  'sign-in-method-unlinked': { subject: 'A sign-in method was unlinked', what: '{detail} no longer signs in to your account.', page: '/account/settings/sign-in-methods' },
+/**
+ * The settings page where the owner sees (and undoes) each change. Its words, the subject and
+ * what happened (`{{detail}}`: the event's detail, a name or an address), are in the `mail`
+ * namespace (`mail:notice.events.<event>`).
+ */
+const PAGES: Readonly<Record<SecurityEvent, string>> = {
+  'password-changed': '/account/settings/password',
+  'password-reset': '/account/settings/sessions',
+  'email-changed': '/account/settings/profile',
+  'two-factor-enabled': '/account/settings/two-factor',
+  'two-factor-disabled': '/account/settings/two-factor',
+  'two-factor-reset': '/account/settings/two-factor',
+  'recovery-codes-replaced': '/account/settings/two-factor',
+  'passkey-added': '/account/settings/passkeys',
+  'passkey-removed': '/account/settings/passkeys',
+  'personal-token-created': '/account/settings/tokens',
+  'password-set': '/account/settings/sign-in-methods',
+  'sign-in-method-linked': '/account/settings/sign-in-methods',
+  'sign-in-method-unlinked': '/account/settings/sign-in-methods',
 };
+
+/** Every event (for the tests of every notice's words). */
+export const SECURITY_EVENTS = Object.keys(PAGES) as SecurityEvent[];
 
 /** A change made with the admin CLI on the server: no browser, no client address. */
 export const COMMAND_LINE = 'command-line';
@@ -60,28 +61,49 @@ export interface NoticeRecipient {
   id: number;
   username: string;
   email: string;
+  /** The language the account chose for its mails (users.language), if any. */
+  language?: string | null;
 }
 
-/** The words and values of one notice (exported for the tests of its wording). */
-export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: NoticeSource, options: { detail?: string; at?: Date } = {}) {
-  const words = EVENTS[event];
+/**
+ * The words and values of one notice (exported for the tests of its wording), in `options.lang`,
+ * else the language the account chose, else the language of the page the change came from
+ * (`from.lang`), else English.
+ */
+export function securityNotice(issuer: string, user: NoticeRecipient, event: SecurityEvent, from: NoticeSource, options: { detail?: string; at?: Date; lang?: Language } = {}) {
+  const lang = options.lang ?? asLanguage(user.language) ?? (from === COMMAND_LINE ? undefined : from.lang) ?? 'en';
+  const t = translator(lang);
   const at = options.at ?? new Date();
   return {
     to: user.email,
-    subject: words.subject,
+    subject: t(`mail:notice.events.${event}.subject`),
     template: 'security-notice' as const,
+    lang,
     data: {
-      link: `${issuer}${words.page}`,
+      link: `${issuer}${PAGES[event]}`,
       username: user.username,
-      what: words.what.replace('{detail}', options.detail ?? ''),
-      // UTC, written out: the mail is read anywhere, and a bare ISO string is hard on people.
-      when: `${at.toUTCString().replace('GMT', 'UTC')}`,
-      browser: from === COMMAND_LINE ? 'none: the command line on the server (idp)' : describeUserAgent(from.userAgent),
-      address: from === COMMAND_LINE ? 'the server itself' : from.ip || 'an unknown address',
+      what: t(`mail:notice.events.${event}.what`, { detail: options.detail ?? '' }),
+      when: mailDate(at, lang),
+      browser: from === COMMAND_LINE ? t('mail:seen.commandLine') : browserInWords(from.userAgent, lang),
+      address: from === COMMAND_LINE ? t('mail:seen.serverItself') : from.ip || t('mail:seen.unknownAddress'),
       resetLink: `${issuer}/forgot-password`,
       sessionsLink: `${issuer}/account/settings/sessions`,
     },
   };
+}
+
+/**
+ * When, as a mail says it: in UTC, written out (the mail is read anywhere, and a bare ISO string
+ * is hard on people); in English as the RFC 7231 date it always was, otherwise as pages show dates.
+ */
+export function mailDate(at: Date, lang: Language): string {
+  return lang === 'en' ? at.toUTCString().replace('GMT', 'UTC') : formatDate(at, lang);
+}
+
+/** The browser of a user agent in words ("Firefox on Windows"), its "unknown" in `lang`. */
+export function browserInWords(userAgent: string, lang: Language): string {
+  const words = describeUserAgent(userAgent);
+  return words === 'Unknown browser' ? translator(lang)('mail:seen.unknownBrowser') : words;
 }
 
 /**
@@ -94,7 +116,7 @@ export function sendSecurityNotice(
   user: NoticeRecipient,
   event: SecurityEvent,
   from: NoticeSource,
-  options: { detail?: string; to?: string } = {},
+  options: { detail?: string; to?: string; lang?: Language } = {},
 ): void {
   mailSecurityNotice(deps, user, event, from, options).catch((err: unknown) => deps.log.error({ err, userId: user.id, notice: event }, 'security notice not sent'));
 }
@@ -105,7 +127,7 @@ export async function mailSecurityNotice(
   user: NoticeRecipient,
   event: SecurityEvent,
   from: NoticeSource,
-  options: { detail?: string; to?: string } = {},
+  options: { detail?: string; to?: string; lang?: Language } = {},
 ): Promise<void> {
   const notice = securityNotice(deps.config.issuer, user, event, from, options);
   await deps.mailer.send({ ...notice, to: options.to ?? notice.to });

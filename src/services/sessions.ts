@@ -11,6 +11,7 @@ import {
   type SessionIndexRow,
 } from '../db/sessions.js';
 import { NotFoundError } from '../errors.js';
+import type { Language } from '../i18n.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now, toIso } from '../time.js';
 import { TTL } from '../vocabulary.js';
@@ -39,6 +40,8 @@ export interface SignedInSession {
 export interface SeenFrom {
   ip: string | null;
   userAgent: string;
+  /** The language of the page the request came from: the mails it causes are written in it. */
+  lang?: Language;
 }
 
 /** Stored lengths of the index's columns. */

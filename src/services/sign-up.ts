@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../db/knex.js';
 import { findPendingSignUp, insertPendingSignUp, prunePendingSignUps, spendPendingSignUp, takeSignUpAttempt, usePendingSignUp, type PendingSignUpRow } from '../db/pending-signups.js';
 import { findUserByLogin, findUserByUsername, insertUser, type UserRow } from '../db/users.js';
 import { AppError, ConflictError, RetryLaterError, ValidationError } from '../errors.js';
+import { translator } from '../i18n.js';
 import { now } from '../time.js';
 import { linkDigest, linkExpiry, LinkRefusedError, linkUrl, newLinkToken, refusalOf } from './account-links.js';
 import { addressInUseMail } from './address-mail.js';
@@ -64,7 +65,7 @@ export async function takeAddressMail(deps: { limits: SignInDeps['limits'] }, em
   }
 }
 
-/** The link to finish the sign-up, or, when the address has an account, word to its owner. */
+/** The link to finish the sign-up, or, when the address has an account, word to its owner; in the sign-up page's language. */
 async function deliverSignUp(deps: SignUpDeps, pending: { id: number; username: string; email: string }, token: string, context: { from: SeenFrom; returnTo?: string }): Promise<void> {
   const owner = await findUserByLogin(deps.db, pending.email);
   if (owner) {
@@ -73,11 +74,13 @@ async function deliverSignUp(deps: SignUpDeps, pending: { id: number; username: 
     await deps.mailer.send(addressInUseMail(deps.config.issuer, owner, 'signup', context.from));
     return;
   }
+  const lang = context.from.lang ?? 'en';
   await deps.mailer.send({
     to: pending.email,
-    subject: 'Finish creating your account',
+    subject: translator(lang)('mail:confirmSignup.subject'),
     template: 'confirm-signup',
     data: { link: linkUrl(deps.config.issuer, 'signup', token, context.returnTo), username: pending.username, site: new URL(deps.config.issuer).host },
+    lang,
   });
 }
 

@@ -9,7 +9,7 @@ import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js'
 import { formFields, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
-import { pageT } from '../i18n.js';
+import { pageLanguage, pageT, translateMessage, translator } from '../i18n.js';
 import { render } from './render.js';
 import { amrOf, SecondFactorStep, SPENT_MESSAGE } from './second-factor.js';
 
@@ -73,7 +73,7 @@ export function accountRoutes(deps: WebDeps): Router {
   router.get('/signup', (ctx) => {
     requireOpenSignUp(deps);
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
-    render(ctx, 'signup', { title: 'Sign up', returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
+    render(ctx, 'signup', { title: pageT(ctx, 'signup')('signup:form.title'), returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
   });
 
   // Every sign-up that passes the form's checks gets this same answer, whether or not its address
@@ -90,7 +90,7 @@ export function accountRoutes(deps: WebDeps): Router {
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'username', LABELS.signup);
       if (!errors) throw err;
-      render(ctx, 'signup', { title: 'Sign up', returnTo, values, errors, labels: LABELS.signup }, formStatus(err));
+      render(ctx, 'signup', { title: pageT(ctx, 'signup')('signup:form.title'), returnTo, values, errors, labels: LABELS.signup }, formStatus(err));
     }
   });
 
@@ -118,7 +118,8 @@ export function accountRoutes(deps: WebDeps): Router {
     } catch (err) {
       if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
       if (err instanceof AddressTakenError) {
-        render(ctx, 'signup/address-taken', { title: 'This address has an account', message: err.message, returnTo }, err.status);
+        const lang = pageLanguage(ctx, 'signup/address-taken');
+        render(ctx, 'signup/address-taken', { title: translator(lang)('signup:addressTaken.title'), message: translateMessage(err.message, lang), returnTo }, err.status);
         return;
       }
       const errors = formErrorsOrRetry(ctx, err, 'password', LABELS.signupConfirm);
@@ -133,7 +134,7 @@ export function accountRoutes(deps: WebDeps): Router {
   });
 
   function renderConfirm(ctx: Context, page: { token: string; email: string; returnTo: string; values: Record<string, string>; errors?: Record<string, string> }, status = 200) {
-    render(ctx, 'signup/confirm', { title: 'Finish creating your account', labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
+    render(ctx, 'signup/confirm', { title: pageT(ctx, 'signup/confirm')('signup:confirm.title'), labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
   }
 
   // A typed or bookmarked /logout gets the same "Sign out of Horizon ID?" page as the OAuth

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { UserRow } from '../db/users.js';
 import { hasControlCharacter } from '../control-characters.js';
 import { UnauthenticatedError } from '../errors.js';
+import { readerLanguage, type Language } from '../i18n.js';
 import type { Actor } from '../services/context.js';
 import type { KeyCipher } from '../key-encryption.js';
 import type { Logger } from '../log.js';
@@ -97,6 +98,6 @@ export function returnToQuery(value: unknown): string {
 }
 
 /** Where a request came from (client address and user agent), as security mails describe it. */
-export function seenFrom(ctx: Context): { ip: string; userAgent: string } {
-  return { ip: ctx.ip, userAgent: ctx.get('user-agent') };
+export function seenFrom(ctx: Context): { ip: string; userAgent: string; lang: Language } {
+  return { ip: ctx.ip, userAgent: ctx.get('user-agent'), lang: readerLanguage(ctx) };
 }

@@ -420,7 +420,7 @@ export function federationRoutes(deps: WebDeps): Router {
 
   function renderSignUp(ctx: Context, pending: Pending, provider: UpstreamProvider, values: { username: string; name: string }, errors: Record<string, string> = {}, status = 200): void {
     render(ctx, 'upstream-sign-up', {
-      title: 'Create your account',
+      title: pageT(ctx, 'upstream-sign-up')('signup:upstreamSignUp.title'),
       providerName: provider.name,
       email: pending.profile.email,
       emailVerified: pending.profile.emailVerified,
