@@ -10,83 +10,6 @@ import { LOCALES } from './paths.js';
 export const LANGUAGES = ['en', 'de', 'ja'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
-/**
- * The views rendered in the reader's language (Accept-Language); every other view, and the
- * layout around it, stays English so that no page mixes two languages. Transitional: this list
- * grows, page by page, until it names every view, and then it goes away.
- */
-export const TRANSLATED_VIEWS: ReadonlySet<string> = new Set([
-  'login',
-  'two-factor-challenge',
-  'consent',
-  'verify-required',
-  'upstream-redirect',
-  'upstream-link',
-  'logout/confirm',
-  'logout/continue',
-  'logout/done',
-  'device/code',
-  'device/confirm',
-  'device/result',
-  'password-reset/forgot',
-  'password-reset/sent',
-  'password-reset/reset',
-  'verify-email/done',
-  'verify-email/outdated',
-  'verify-email/sent',
-  'signup/sent',
-  // Account settings, part 1 (area "account"): profile, password, sessions, applications, sign-in methods, deleting, confirming access, and the page after a password reset.
-  'account/settings/profile',
-  'account/settings/password',
-  'account/settings/sessions',
-  'account/settings/applications',
-  'account/settings/delete',
-  'account/deleted',
-  'account/sign-in-methods',
-  'account/confirm-access',
-  'account/verify-first',
-  'password-reset/done',
-  // Account settings, security: two-factor authentication, recovery codes, passkeys, access tokens.
-  'account/settings/two-factor',
-  'account/settings/two-factor-setup',
-  'account/settings/recovery-codes',
-  'account/settings/recovery-codes-status',
-  'account/settings/passkeys',
-  'account/settings/tokens',
-  // Apps: a group's OAuth applications (group settings → Developer).
-  'groups/settings/developer',
-  'groups/settings/app',
-  'groups/settings/app-new',
-  'groups/settings/app-delete',
-  'groups/settings/app-revoke-tokens',
-  // Groups: the list, a new group, a group, and its settings (General, Members, Delete, Audit log).
-  'groups/index',
-  'groups/new',
-  'groups/show',
-  'groups/settings/general',
-  'groups/settings/members',
-  'groups/settings/delete',
-  'groups/settings/audit',
-  // Area "signup": the sign-up form, its link's page, the upstream provider's sign-up.
-  'signup',
-  'signup/confirm',
-  'signup/address-taken',
-  'upstream-sign-up',
-  // These two in the reader's language only when every sentence on them has a translation (error-page.ts).
-  'error',
-  'upstream-error',
-  'link-refused',
-  // Admin area (the site administrator's pages).
-  'admin/users',
-  'admin/user',
-  'admin/disable',
-  'admin/audit',
-  'admin/providers',
-  'admin/provider',
-  'admin/provider-kind',
-  'admin/provider-form',
-  'admin/provider-remove',
-]);
 
 /** `locales/<language>/<namespace>.json` of every language, read once (and bundled with the package). */
 function loadResources(): Record<Language, ResourceLanguage> {
@@ -179,20 +102,19 @@ export function readerLanguage(ctx: Context): Language {
 }
 
 /**
- * The language `view` is rendered in for this request: the reader's for a translated view (the
- * response then varies by Accept-Language and says its language), English for any other.
+ * The language of this request's page: the reader's. The response then varies by
+ * Accept-Language and says its language.
  */
-export function pageLanguage(ctx: Context, view: string): Language {
-  if (!TRANSLATED_VIEWS.has(view)) return 'en';
+export function pageLanguage(ctx: Context): Language {
   ctx.vary('Accept-Language');
   const lang = readerLanguage(ctx);
   ctx.set('Content-Language', lang);
   return lang;
 }
 
-/** The `t` of `view`'s page for this request, for the words a route passes in (its title, its messages). */
-export function pageT(ctx: Context, view: string): Translate {
-  return translator(pageLanguage(ctx, view));
+/** The `t` of this request's page, for the words a route passes in (its title, its messages). */
+export function pageT(ctx: Context): Translate {
+  return translator(pageLanguage(ctx));
 }
 
 const DATE_FORMATS = new Map(LANGUAGES.map((lng) => [lng, new Intl.DateTimeFormat(lng, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })]));

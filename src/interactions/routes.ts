@@ -64,7 +64,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
     const ignored = splitScopes(String(interaction.params[IGNORED_SCOPE_PARAM] ?? ''));
     render(ctx, 'consent', {
-      title: pageT(ctx, 'consent')('consent:title', { app: app.name }),
+      title: pageT(ctx)('consent:title', { app: app.name }),
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
       scopes: describeScopes(String(interaction.params.scope ?? '')),
@@ -79,7 +79,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
   async function loginPage(ctx: Context, interaction: Interaction) {
     const { app, groupName } = await consentSubject(db, String(interaction.params.client_id));
     return {
-      title: pageT(ctx, 'login')('signin:titleInFlow', { app: app.name }),
+      title: pageT(ctx)('signin:titleInFlow', { app: app.name }),
       action: `/interaction/${interaction.uid}/login`,
       returnTo: '',
       // The "Continue with" buttons carry the flow's uid through the upstream round trip.
@@ -105,7 +105,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const unverified = await unverifiedAccount(interaction);
     if (unverified) {
       // The link mailed from here returns to the flow's start: this interaction may expire before it is followed.
-      render(ctx, 'verify-required', { title: pageT(ctx, 'verify-required')('signin:verifyRequired.title'), email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
+      render(ctx, 'verify-required', { title: pageT(ctx)('signin:verifyRequired.title'), email: unverified.email, uid: interaction.uid, returnTo: flowStart(interaction), hideVerifyBanner: true }, 403);
       return;
     }
     await consentPage(ctx, interaction);

@@ -109,7 +109,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async logoutSource(ctx: KoaContextWithOIDC, form: string): Promise<void> {
       const currentUser = await signedInUser(ctx);
       render(ctx, 'logout/confirm', {
-        title: pageT(ctx, 'logout/confirm')('logout:titleConfirm'),
+        title: pageT(ctx)('logout:titleConfirm'),
         currentUser,
         libraryForm: form,
         formId: LIBRARY_LOGOUT_FORM_ID,
@@ -120,7 +120,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     /** Where a sign-out without a registered return address ends. */
     async postLogoutSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
       const currentUser = await signedInUser(ctx);
-      const t = pageT(ctx, 'logout/done');
+      const t = pageT(ctx);
       render(ctx, 'logout/done', { title: t(currentUser ? 'logout:titleDoneApp' : 'logout:titleDone'), currentUser, clientName: clientName(ctx) }, 200);
     },
 
@@ -135,7 +135,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       const currentUser = await signedInUser(ctx);
       const action = ctx.oidc.urlFor('code_verification');
       // The code page and the result page share their words (device.json): one language for both.
-      const t = pageT(ctx, 'device/code');
+      const t = pageT(ctx);
       const problemOf = (name: string) => (CODE_PROBLEMS.has(name) ? t(`device:problems.${name}`) : undefined);
       if (err && neverStored(ctx)) {
         // An error of the resume address in a session the library never stored (a browser that
@@ -183,7 +183,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
       const requested = ctx.oidc.entities.DeviceCode as { params?: Record<string, unknown> } | undefined;
       const currentUser = await signedInUser(ctx);
       render(ctx, 'device/confirm', {
-        title: pageT(ctx, 'device/confirm')('device:titleConfirm', { app: client.clientName ?? client.clientId }),
+        title: pageT(ctx)('device:titleConfirm', { app: client.clientName ?? client.clientId }),
         currentUser,
         appName: client.clientName ?? client.clientId,
         groupName,
@@ -199,7 +199,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     async deviceSuccessSource(ctx: KoaContextWithOIDC): Promise<void> {
       const currentUser = await signedInUser(ctx);
       render(ctx, 'device/result', {
-        title: pageT(ctx, 'device/result')('device:titleConnected'),
+        title: pageT(ctx)('device:titleConnected'),
         currentUser,
         outcome: 'success',
         appName: clientName(ctx) ?? '',
@@ -215,7 +215,7 @@ export function providerPages(deps: { db: Knex; provider: () => Provider; render
     signedOutLogout(ctx: KoaContextWithOIDC): void {
       const secret = (ctx.oidc.session?.state as { secret?: string } | undefined)?.secret ?? '';
       render(ctx, 'logout/continue', {
-        title: pageT(ctx, 'logout/continue')('logout:titleDone'),
+        title: pageT(ctx)('logout:titleDone'),
         currentUser: null,
         action: ctx.oidc.urlFor('end_session_confirm'),
         xsrf: secret,

@@ -26,7 +26,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const result = await explainRefusedLink(ctx, () => verifyEmail(deps.db, ctx.query.token));
     if (!result) return;
     if (!result.verified) {
-      render(ctx, 'verify-email/outdated', { title: pageT(ctx, 'verify-email/outdated')('signup:verify.outdatedTitle') }, 409);
+      render(ctx, 'verify-email/outdated', { title: pageT(ctx)('signup:verify.outdatedTitle') }, 409);
       return;
     }
     ctx.redirect(`/verify-email/done${returnToQuery(ctx.query.return_to)}`);
@@ -34,7 +34,7 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
 
   // `return_to` on these pages: the authorization flow the person came from, where Continue leads.
   router.get('/verify-email/done', (ctx) => {
-    render(ctx, 'verify-email/done', { title: pageT(ctx, 'verify-email/done')('signup:verify.doneTitle'), returnTo: safeReturnTo(ctx.query.return_to, '/') });
+    render(ctx, 'verify-email/done', { title: pageT(ctx)('signup:verify.doneTitle'), returnTo: safeReturnTo(ctx.query.return_to, '/') });
   });
 
   router.post('/verify-email/resend', async (ctx) => {
@@ -42,18 +42,18 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const form = formFields(ctx);
     const returnTo = safeReturnTo(form.return_to, '');
     // The mail in the language of the page that says it is sent.
-    await resendVerification(deps, user, returnTo || undefined, pageLanguage(ctx, 'verify-email/sent'));
+    await resendVerification(deps, user, returnTo || undefined, pageLanguage(ctx));
     ctx.redirect(`/verify-email/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/verify-email/sent', (ctx) => {
     const user = requireUser(ctx);
     const returnTo = ctx.query.return_to ? safeReturnTo(ctx.query.return_to) : '';
-    render(ctx, 'verify-email/sent', { title: pageT(ctx, 'verify-email/sent')('signup:checkInbox'), email: user.email, returnTo, hideVerifyBanner: true });
+    render(ctx, 'verify-email/sent', { title: pageT(ctx)('signup:checkInbox'), email: user.email, returnTo, hideVerifyBanner: true });
   });
 
   router.get('/forgot-password', (ctx) => {
-    render(ctx, 'password-reset/forgot', { title: pageT(ctx, 'password-reset/forgot')('signup:forgot.title'), returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/forgot', { title: pageT(ctx)('signup:forgot.title'), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/forgot-password', async (ctx) => {
@@ -62,29 +62,29 @@ export function accountLinkRoutes(deps: WebDeps & { provider: Provider }): Route
     const returnTo = safeReturnTo(form.return_to, '');
     try {
       // The mail in the language of the page it was asked from.
-      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip, returnTo: returnTo || undefined, lang: pageLanguage(ctx, 'password-reset/forgot') });
+      await requestPasswordReset(deps, { email: values.email, ip: ctx.ip, returnTo: returnTo || undefined, lang: pageLanguage(ctx) });
     } catch (err) {
       if (!(err instanceof AppError && (err.field || err instanceof RetryLaterError))) throw err;
       if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
-      render(ctx, 'password-reset/forgot', { title: pageT(ctx, 'password-reset/forgot')('signup:forgot.title'), returnTo, values, errors: formErrors(err, LABELS.forgotPassword) ?? { email: err.message } }, err.status);
+      render(ctx, 'password-reset/forgot', { title: pageT(ctx)('signup:forgot.title'), returnTo, values, errors: formErrors(err, LABELS.forgotPassword) ?? { email: err.message } }, err.status);
       return;
     }
     ctx.redirect(`/forgot-password/sent${returnToQuery(returnTo)}`);
   });
 
   router.get('/forgot-password/sent', (ctx) => {
-    render(ctx, 'password-reset/sent', { title: pageT(ctx, 'password-reset/sent')('signup:checkInbox'), returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/sent', { title: pageT(ctx)('signup:checkInbox'), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.get('/reset-password', async (ctx) => {
     if (!(await explainRefusedLink(ctx, () => resetTarget(deps.db, ctx.query.token)))) return;
-    render(ctx, 'password-reset/reset', { title: pageT(ctx, 'password-reset/reset')('signup:reset.title'), token: String(ctx.query.token), returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'password-reset/reset', { title: pageT(ctx)('signup:reset.title'), token: String(ctx.query.token), returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   router.post('/reset-password', async (ctx) => {
     const form = formFields(ctx);
     const returnTo = safeReturnTo(form.return_to, '');
-    const page = { title: pageT(ctx, 'password-reset/reset')('signup:reset.title'), token: form.token ?? '', returnTo };
+    const page = { title: pageT(ctx)('signup:reset.title'), token: form.token ?? '', returnTo };
     try {
       const reset = await resetPassword(deps, { token: form.token, password: form.password ?? '', confirmation: form.password_confirmation ?? '' }, seenFrom(ctx));
       recoveryPass.give(ctx, reset.user, reset.passwordHash, reset.cleared);
@@ -115,6 +115,6 @@ export async function explainRefusedLink<T>(ctx: Context, use: () => Promise<T>)
 /** A clear page for a link that cannot be used, with the way to a new one. */
 export function renderRefusedLink(ctx: Context, err: LinkRefusedError): void {
   // The page says the refusal by its reason, in the reader's language (the API's err.message is English).
-  const t = pageT(ctx, 'link-refused');
+  const t = pageT(ctx);
   render(ctx, 'link-refused', { title: t(`errors:linkRefused.titles.${err.reason}`), message: t(`errors:linkRefused.messages.${err.reason}`), purpose: err.purpose }, err.status);
 }

@@ -20,7 +20,7 @@ function sitePage(returnTo: string) {
 
 /** The site's sign-in page, with `errors` beside its fields. */
 export function renderSignIn(ctx: Context, returnTo: string, errors: Record<string, string> = {}, status = 200): void {
-  render(ctx, 'login', { title: pageT(ctx, 'login')('signin:title'), action: '/login', returnTo, errors, passkey: { action: '/login/passkey', uid: '' } }, status);
+  render(ctx, 'login', { title: pageT(ctx)('signin:title'), action: '/login', returnTo, errors, passkey: { action: '/login/passkey', uid: '' } }, status);
 }
 
 /** Sign up, sign in, sign out. */
@@ -42,7 +42,7 @@ export function accountRoutes(deps: WebDeps): Router {
 
   router.post('/login', async (ctx) => {
     const form = formFields(ctx);
-    const page = { title: pageT(ctx, 'login')('signin:title'), action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' }, passkey: { action: '/login/passkey', uid: '' } };
+    const page = { title: pageT(ctx)('signin:title'), action: '/login', returnTo: safeReturnTo(form.return_to), values: { login: form.login ?? '' }, passkey: { action: '/login/passkey', uid: '' } };
     const user = await signInOrExplain(ctx, deps, form, page);
     if (!user) return;
     const returnTo = safeReturnTo(form.return_to);
@@ -73,7 +73,7 @@ export function accountRoutes(deps: WebDeps): Router {
   router.get('/signup', (ctx) => {
     requireOpenSignUp(deps);
     if (ctx.state.user) return ctx.redirect(safeReturnTo(ctx.query.return_to));
-    render(ctx, 'signup', { title: pageT(ctx, 'signup')('signup:form.title'), returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
+    render(ctx, 'signup', { title: pageT(ctx)('signup:form.title'), returnTo: safeReturnTo(ctx.query.return_to, ''), labels: LABELS.signup });
   });
 
   // Every sign-up that passes the form's checks gets this same answer, whether or not its address
@@ -90,14 +90,14 @@ export function accountRoutes(deps: WebDeps): Router {
     } catch (err) {
       const errors = formErrorsOrRetry(ctx, err, 'username', LABELS.signup);
       if (!errors) throw err;
-      render(ctx, 'signup', { title: pageT(ctx, 'signup')('signup:form.title'), returnTo, values, errors, labels: LABELS.signup }, formStatus(err));
+      render(ctx, 'signup', { title: pageT(ctx)('signup:form.title'), returnTo, values, errors, labels: LABELS.signup }, formStatus(err));
     }
   });
 
   // The address typed rides in a one-time flash, never in the URL; a reload shows the page without it.
   router.get('/signup/sent', (ctx) => {
     const sentTo = flashBox(ctx).take('signup-sent')?.secret ?? '';
-    render(ctx, 'signup/sent', { title: pageT(ctx, 'signup/sent')('signup:checkInbox'), email: sentTo, returnTo: safeReturnTo(ctx.query.return_to, '') });
+    render(ctx, 'signup/sent', { title: pageT(ctx)('signup:checkInbox'), email: sentTo, returnTo: safeReturnTo(ctx.query.return_to, '') });
   });
 
   // The mailed link: the password chosen at sign-up makes the account, which is signed in here.
@@ -118,7 +118,7 @@ export function accountRoutes(deps: WebDeps): Router {
     } catch (err) {
       if (err instanceof LinkRefusedError) return renderRefusedLink(ctx, err);
       if (err instanceof AddressTakenError) {
-        const lang = pageLanguage(ctx, 'signup/address-taken');
+        const lang = pageLanguage(ctx);
         render(ctx, 'signup/address-taken', { title: translator(lang)('signup:addressTaken.title'), message: translateMessage(err.message, lang), returnTo }, err.status);
         return;
       }
@@ -134,7 +134,7 @@ export function accountRoutes(deps: WebDeps): Router {
   });
 
   function renderConfirm(ctx: Context, page: { token: string; email: string; returnTo: string; values: Record<string, string>; errors?: Record<string, string> }, status = 200) {
-    render(ctx, 'signup/confirm', { title: pageT(ctx, 'signup/confirm')('signup:confirm.title'), labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
+    render(ctx, 'signup/confirm', { title: pageT(ctx)('signup:confirm.title'), labels: LABELS.signupConfirm, hideVerifyBanner: true, ...page }, status);
   }
 
   // A typed or bookmarked /logout gets the same "Sign out of Horizon ID?" page as the OAuth

@@ -37,15 +37,15 @@ const NOTICES: Record<string, string> = {
 export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, access: AccessConfirmation): Router {
   const router = new Router();
 
-  /** The page's notice in its language (`view`'s). */
-  function notice(ctx: Context, view: string): string | null {
+  /** The page's notice in its language. */
+  function notice(ctx: Context): string | null {
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return Object.hasOwn(NOTICES, key) ? pageT(ctx, view)(`account:notices.${NOTICES[key]}`) : null;
+    return Object.hasOwn(NOTICES, key) ? pageT(ctx)(`account:notices.${NOTICES[key]}`) : null;
   }
 
   async function renderProfile(ctx: Context, user: UserRow, values: { name: string; email: string }, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/profile', {
-      title: pageT(ctx, 'account/settings/profile')('account:titles.profile'),
+      title: pageT(ctx)('account:titles.profile'),
       tab: 'profile',
       values,
       errors,
@@ -56,7 +56,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
       emailVerified: Boolean(user.email_verified_at),
       // A new address waiting for its link looks the same whether or not another account has it.
       pendingEmail: await pendingEmailChange(deps.db, user.id),
-      flash: notice(ctx, 'account/settings/profile'),
+      flash: notice(ctx),
       language: { chosen: asLanguage(user.language) ?? '', browser: negotiateLanguage(ctx), all: LANGUAGES },
     }, status);
   }
@@ -117,7 +117,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   });
 
   function renderPassword(ctx: Context, errors: Record<string, string> = {}, status = 200) {
-    render(ctx, 'account/settings/password', { title: pageT(ctx, 'account/settings/password')('account:titles.password'), tab: 'password', errors, labels: LABELS.password, flash: notice(ctx, 'account/settings/password') }, status);
+    render(ctx, 'account/settings/password', { title: pageT(ctx)('account:titles.password'), tab: 'password', errors, labels: LABELS.password, flash: notice(ctx) }, status);
   }
 
   // An account made by an upstream sign-in has no current password to ask for: it sets a first one.
@@ -149,7 +149,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
     const user = requireUser(ctx);
     const current = await deps.sessions.uid(ctx);
     const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current));
-    render(ctx, 'account/settings/sessions', { title: pageT(ctx, 'account/settings/sessions')('account:titles.sessions'), tab: 'sessions', sessions, flash: notice(ctx, 'account/settings/sessions') });
+    render(ctx, 'account/settings/sessions', { title: pageT(ctx)('account:titles.sessions'), tab: 'sessions', sessions, flash: notice(ctx) });
   });
 
   // The addresses the Sessions forms post to, opened on their own: the list.
@@ -179,7 +179,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
 
   async function renderDelete(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/delete', {
-      title: pageT(ctx, 'account/settings/delete')('account:titles.delete'),
+      title: pageT(ctx)('account:titles.delete'),
       tab: 'delete',
       errors,
       labels: LABELS.deleteAccount,
@@ -216,7 +216,7 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   });
 
   router.get('/account/deleted', (ctx) => {
-    render(ctx, 'account/deleted', { title: pageT(ctx, 'account/deleted')('account:titles.deleted') });
+    render(ctx, 'account/deleted', { title: pageT(ctx)('account:titles.deleted') });
   });
 
   return router;

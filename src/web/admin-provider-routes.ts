@@ -119,7 +119,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
 
   function renderForm(ctx: Context, kind: UpstreamKind, options: { row?: SignInProviderRow; values: Record<string, unknown>; errors?: Record<string, string>; status?: number }) {
     const editing = options.row;
-    const t = pageT(ctx, 'admin/provider-form');
+    const t = pageT(ctx);
     render(ctx, 'admin/provider-form', {
       title: editing ? t('admin:titles.edit', { name: editing.name }) : t('admin:titles.add', { kind: kind.label }),
       tab: 'providers',
@@ -135,7 +135,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
 
   router.get('/providers', async (ctx) => {
     const listed = await listProviders(db);
-    const t = pageT(ctx, 'admin/providers');
+    const t = pageT(ctx);
     render(ctx, 'admin/providers', {
       title: t('admin:titles.providers'),
       tab: 'providers',
@@ -148,7 +148,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   router.get('/providers/new', (ctx) => {
     const kind = kindOf(firstValue(ctx.query.kind));
     if (!kind) {
-      render(ctx, 'admin/provider-kind', { title: pageT(ctx, 'admin/provider-kind')('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)) });
+      render(ctx, 'admin/provider-kind', { title: pageT(ctx)('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)) });
       return;
     }
     renderForm(ctx, kind, { values: { allow_sign_up: false, trust_mfa: false } });
@@ -159,7 +159,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
     const kind = kindOf(fields.kind ?? '');
     if (!kind) {
       // Only a hand-made form gets here: the kind is a hidden field of the page that chose it.
-      const t = pageT(ctx, 'admin/provider-kind');
+      const t = pageT(ctx);
       render(ctx, 'admin/provider-kind', { title: t('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)), error: t('admin:kind.choose') }, 400);
       return;
     }
@@ -176,7 +176,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   router.get('/providers/:slug', async (ctx) => {
     const row = await target(ctx);
     const impact = await removalImpact(db, row);
-    const t = pageT(ctx, 'admin/provider');
+    const t = pageT(ctx);
     render(ctx, 'admin/provider', {
       title: t('admin:titles.provider', { name: row.name }),
       tab: 'providers',
@@ -224,7 +224,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   router.get('/providers/:slug/remove', async (ctx) => {
     const row = await target(ctx);
     render(ctx, 'admin/provider-remove', {
-      title: pageT(ctx, 'admin/provider-remove')('admin:titles.remove', { name: row.name }),
+      title: pageT(ctx)('admin:titles.remove', { name: row.name }),
       tab: 'providers',
       provider: presentSignInProvider(row, 0),
       impact: await removalImpact(db, row),

@@ -124,7 +124,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     const page = pageOf(ctx);
     const { total, items } = await findUsers(db, query, page);
     render(ctx, 'admin/users', {
-      title: pageT(ctx, 'admin/users')('admin:titles.users'),
+      title: pageT(ctx)('admin:titles.users'),
       tab: 'users',
       query,
       users: items.map(adminUser),
@@ -135,7 +135,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/users/:id', async (ctx) => {
     const user = await targetUser(ctx);
     const key = firstValue(ctx.query.notice);
-    const t = pageT(ctx, 'admin/user');
+    const t = pageT(ctx);
     render(ctx, 'admin/user', {
       title: t('admin:titles.user', { username: user.username }),
       tab: 'users',
@@ -150,7 +150,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/users/:id/disable', async (ctx) => {
     const user = await targetUser(ctx);
     if (isDisabled(user)) return ctx.redirect(userUrl(user));
-    render(ctx, 'admin/disable', { title: pageT(ctx, 'admin/disable')('admin:titles.disable', { username: user.username }), tab: 'users', user: adminUser(user) });
+    render(ctx, 'admin/disable', { title: pageT(ctx)('admin:titles.disable', { username: user.username }), tab: 'users', user: adminUser(user) });
   });
 
   router.post('/users/:id/disable', async (ctx) => {
@@ -184,7 +184,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/audit', async (ctx) => {
     const page = pageOf(ctx);
     const { total, items } = await siteAuditLog(db, page);
-    const lang = pageLanguage(ctx, 'admin/audit');
+    const lang = pageLanguage(ctx);
     render(ctx, 'admin/audit', {
       title: translator(lang)('admin:titles.audit'),
       tab: 'audit',

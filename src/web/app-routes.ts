@@ -170,7 +170,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   ) {
     const { group, app } = access;
     const secrets = (await secretsOf(db, access)).map(presentSecret);
-    const t = pageT(ctx, 'groups/settings/app');
+    const t = pageT(ctx);
     render(ctx, 'groups/settings/app', {
       title: t('apps:titles.app', { app: app.name, group: group.name }),
       group,
@@ -194,7 +194,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   }
 
   function renderNew(ctx: Ctx, group: GroupRow, extra: { values?: AppForm & { type?: string }; errors?: Record<string, string>; onceKey?: string } = {}, status = 200) {
-    const t = pageT(ctx, 'groups/settings/app-new');
+    const t = pageT(ctx);
     render(ctx, 'groups/settings/app-new', {
       title: t('apps:titles.new', { group: group.name }),
       group,
@@ -224,7 +224,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = accessOf(ctx);
     const { group } = access;
     const { total, items } = await applicationsOf(db, access, { limit: LIST_LIMIT, offset: 0 });
-    const t = pageT(ctx, 'groups/settings/developer');
+    const t = pageT(ctx);
     render(ctx, 'groups/settings/developer', {
       title: t('apps:titles.developer', { group: group.name }),
       group,
@@ -254,7 +254,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       outcome = await createOnce(db, () => createApplication(db, access, { ...appInput(values), type }, submissionOf(ctx, 'app')));
     } catch (err) {
-      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values, pageLanguage(ctx, 'groups/settings/app-new')), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
+      renderNew(ctx, access.group, { values: { ...values, type }, errors: fieldErrors(err, values, pageLanguage(ctx)), onceKey: sentOnceKey(ctx) }, (err as AppError).status);
       return;
     }
     if ('created' in outcome) {
@@ -274,7 +274,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const fresh = flashBox(ctx).take(secretFlashFor(access.app));
     const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
     // A repeated submission still shows a secret its first copy left unread (a double click's first page never arrives).
-    const t = pageT(ctx, 'groups/settings/app');
+    const t = pageT(ctx);
     const flash = fresh && (key === 'created' || key === 'app-repeated') ? t('apps:notices.createdNow') : fresh ? t('apps:notices.secretCreatedNow') : undefined;
     await renderEdit(ctx, access, fresh ? { newSecret: { secret: fresh.secret }, flash } : {});
     if (!fresh) keepFormForBack(ctx);
@@ -287,7 +287,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     try {
       updated = await updateApplication(db, provider, access, appInput(values));
     } catch (err) {
-      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values, pageLanguage(ctx, 'groups/settings/app')) }, (err as AppError).status);
+      await renderEdit(ctx, access, { values, errors: fieldErrors(err, values, pageLanguage(ctx)) }, (err as AppError).status);
       return;
     }
     const notice = updated.callback_url !== access.app.callback_url ? 'callback-changed' : 'updated';
@@ -301,7 +301,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       outcome = await createOnce(db, () => generateClientSecret(db, access, submissionOf(ctx, 'secret')));
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
-      await renderEdit(ctx, access, { problem: translateMessage(`Could not generate a new client secret: ${err.message}.`, pageLanguage(ctx, 'groups/settings/app')) }, err.status);
+      await renderEdit(ctx, access, { problem: translateMessage(`Could not generate a new client secret: ${err.message}.`, pageLanguage(ctx)) }, err.status);
       return;
     }
     if ('created' in outcome) flashBox(ctx).put({ for: secretFlashFor(access.app), secret: outcome.created.secret });
@@ -325,7 +325,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
     const access = appAccess(ctx);
     const { group, app } = access;
     render(ctx, 'groups/settings/app-revoke-tokens', {
-      title: pageT(ctx, 'groups/settings/app-revoke-tokens')('apps:titles.revokeTokens', { app: app.name, group: group.name }),
+      title: pageT(ctx)('apps:titles.revokeTokens', { app: app.name, group: group.name }),
       group,
       tab: 'developer',
       app: presentApp(app),
@@ -345,7 +345,7 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/apps/:clientId/delete', ownersOnly, loadApp, (ctx) => {
     const { group, app } = appAccess(ctx);
     render(ctx, 'groups/settings/app-delete', {
-      title: pageT(ctx, 'groups/settings/app-delete')('apps:titles.delete', { app: app.name, group: group.name }),
+      title: pageT(ctx)('apps:titles.delete', { app: app.name, group: group.name }),
       group,
       tab: 'developer',
       app: presentApp(app),

@@ -23,7 +23,7 @@ export function refuseHashingWhenBusy(kdf: KdfQueue, metrics: Pick<Metrics, 'sig
     if (ctx.method !== 'POST' || !HASHING_FORMS.test(ctx.path) || !kdf.full()) return next();
     const busy = kdfBusy();
     if (ctx.path !== '/signup' && ctx.path !== '/reset-password') metrics.signIn('busy');
-    const asked = pageLanguage(ctx, 'error');
+    const asked = pageLanguage(ctx);
     let page = pages.get(asked);
     if (page === undefined) {
       const english = { title: errorsInEnglish('unavailable'), message: busy.message, status: 503 };

@@ -198,7 +198,7 @@ export class AccessConfirmation {
   async renderPrompt(ctx: Context, user: UserRow, prompt: Prompt, errors: Record<string, string>, status: number): Promise<void> {
     const [twoFactor, passkeys] = await Promise.all([hasTwoFactor(this.deps.db, user.id), listPasskeys(this.deps.db, user.id)]);
     const about = prompt.action ? ACTIONS[prompt.action] : undefined;
-    const t = pageT(ctx, 'account/confirm-access');
+    const t = pageT(ctx);
     render(ctx, 'account/confirm-access', {
       title: t('account:titles.confirmAccess'),
       // The change in the page's words (account:purpose, the English of ACTIONS).

@@ -225,7 +225,7 @@ export async function startUpstream(
     // A page that moves on by itself, not a redirect: the sign-in page's Content-Security-Policy
     // (form-action 'self') also governs the redirects that follow a form, and the provider's
     // address is not 'self'. Its link is there for a browser that does not follow the refresh.
-    render(ctx, 'upstream-redirect', { title: pageT(ctx, 'upstream-redirect')('signin:upstream.redirectTitle', { provider: provider.name }), providerName: provider.name, refreshTo: url.href });
+    render(ctx, 'upstream-redirect', { title: pageT(ctx)('signin:upstream.redirectTitle', { provider: provider.name }), providerName: provider.name, refreshTo: url.href });
   } catch (err) {
     if (!(err instanceof UpstreamFailure)) throw err;
     renderFailure(ctx, deps, err, { slug: provider.slug, providerName: provider.name, place });
@@ -358,7 +358,7 @@ export function federationRoutes(deps: WebDeps): Router {
     const user = pending.userId ? await signedInUserById(deps.db, pending.userId) : undefined;
     const withTwoFactor = user ? await hasTwoFactor(deps.db, user.id) : false;
     render(ctx, 'upstream-link', {
-      title: pageT(ctx, 'upstream-link')('signin:upstream.linkTitle'),
+      title: pageT(ctx)('signin:upstream.linkTitle'),
       providerName: provider.name,
       email: pending.profile.email,
       hasPassword: user ? hasPassword(user.password_hash) : false,
@@ -420,7 +420,7 @@ export function federationRoutes(deps: WebDeps): Router {
 
   function renderSignUp(ctx: Context, pending: Pending, provider: UpstreamProvider, values: { username: string; name: string }, errors: Record<string, string> = {}, status = 200): void {
     render(ctx, 'upstream-sign-up', {
-      title: pageT(ctx, 'upstream-sign-up')('signup:upstreamSignUp.title'),
+      title: pageT(ctx)('signup:upstreamSignUp.title'),
       providerName: provider.name,
       email: pending.profile.email,
       emailVerified: pending.profile.emailVerified,

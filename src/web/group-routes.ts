@@ -79,12 +79,12 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const [{ items }, viewerHasTwoFactor] = await Promise.all([groupsOfUser(db, user.id, { limit: 200, offset: 0 }), hasTwoFactor(db, user.id)]);
     // Marked: the groups that require two-factor authentication, and those closed to this viewer until they turn it on.
     const groups = items.map((g) => ({ ...g, closedForTwoFactor: closedForTwoFactor(g, actor, viewerHasTwoFactor) }));
-    const t = translator(pageLanguage(ctx, 'groups/index'));
+    const t = translator(pageLanguage(ctx));
     render(ctx, 'groups/index', { title: t('groups:titles.index'), groups, twoFactorSettings: TWO_FACTOR_SETTINGS, flash: notice(ctx, t) });
   });
 
   function renderNewGroup(ctx: Ctx, extra: { values: Record<string, string>; errors?: Record<string, string>; onceKey: string }, status = 200) {
-    const t = translator(pageLanguage(ctx, 'groups/new'));
+    const t = translator(pageLanguage(ctx));
     render(ctx, 'groups/new', {
       title: t('groups:titles.new'),
       labels: labelsOf(t, 'group'),
@@ -126,7 +126,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   async function renderShow(ctx: Ctx, access: GroupAccess, problem: string | null = null, status = 200) {
     const { group, role } = access;
     const members = await membersOf(db, access);
-    const lang = pageLanguage(ctx, 'groups/show');
+    const lang = pageLanguage(ctx);
     const t = translator(lang);
     render(ctx, 'groups/show', {
       title: group.name,
@@ -152,7 +152,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
       await leaveGroup(db, access);
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
-      const lang = pageLanguage(ctx, 'groups/show');
+      const lang = pageLanguage(ctx);
       const reason = translateMessage(sentence(err.message), lang);
       await renderShow(ctx, access, translator(lang)('groups:show.couldNotLeave', { group: access.group.name, reason }), err.status);
       return;
@@ -166,7 +166,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   // Settings: General.
   function renderGeneral(ctx: Ctx, group: GroupRow, extra: { values?: Record<string, string | boolean>; errors?: Record<string, string> } = {}, status = 200) {
-    const t = translator(pageLanguage(ctx, 'groups/settings/general'));
+    const t = translator(pageLanguage(ctx));
     render(ctx, 'groups/settings/general', {
       title: t('groups:titles.settings', { group: group.name }),
       group,
@@ -220,7 +220,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   ) {
     const { group, actor, role } = access;
     const members = (await membersOf(db, access)).map((m) => ({ ...m, mayChange: canChangeMember(role, { from: m.role }) }));
-    const t = translator(pageLanguage(ctx, 'groups/settings/members'));
+    const t = translator(pageLanguage(ctx));
     const allRoles = roles(t);
     render(ctx, 'groups/settings/members', {
       title: t('groups:titles.members', { group: group.name }),
@@ -275,7 +275,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     } catch (err) {
       if (!(err instanceof AppError && err.field)) throw err;
       const member = (await membersOf(db, access)).find((m) => m.user_id === userId);
-      const lang = pageLanguage(ctx, 'groups/settings/members');
+      const lang = pageLanguage(ctx);
       const t = translator(lang);
       const problem = t(verb === 'remove' ? 'groups:members.couldNotRemove' : 'groups:members.couldNotChangeRole', {
         username: member?.username ?? t('groups:members.thisMember'),
@@ -302,7 +302,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/groups/:path/settings/audit', loadGroup('read-audit'), async (ctx) => {
     const access = accessOf(ctx);
     const { group } = access;
-    const lang = pageLanguage(ctx, 'groups/settings/audit');
+    const lang = pageLanguage(ctx);
     const events = (await auditLogOf(db, access)).map((row) => groupAuditEvent(row, lang));
     render(ctx, 'groups/settings/audit', { title: translator(lang)('groups:titles.audit', { group: group.name }), group, tab: 'audit', can: canOf(access.role), events });
   });
@@ -310,7 +310,7 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
   // Settings: Delete the group, after a page naming what goes with it and asking for its path.
   async function renderDelete(ctx: Ctx, access: GroupAccess, errors: Record<string, string> = {}, status = 200) {
     const { group } = access;
-    const t = translator(pageLanguage(ctx, 'groups/settings/delete'));
+    const t = translator(pageLanguage(ctx));
     render(ctx, 'groups/settings/delete', {
       title: t('groups:titles.delete', { group: group.name }),
       group,

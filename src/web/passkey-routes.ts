@@ -171,7 +171,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
 
   async function renderSettings(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200, values: Record<string, string> = {}) {
     const passkeys = await listPasskeys(deps.db, user.id);
-    const t = pageT(ctx, SETTINGS_VIEW);
+    const t = pageT(ctx);
     const notice = String(ctx.query.notice ?? '');
     render(ctx, SETTINGS_VIEW, {
       title: t('security:passkeys.title'),

@@ -62,7 +62,7 @@ export function recoveryRoutes(deps: WebDeps & { provider: Provider }): Router {
     const signInAt = safeReturnTo(ctx.query.return_to, '/login');
     const recovering = await pass.account(ctx, deps);
     const view = recovering ? await recoveryView({ db: deps.db, provider: deps.provider }, recovering.user.id) : undefined;
-    const t = pageT(ctx, 'password-reset/done');
+    const t = pageT(ctx);
     const notice = String(ctx.query.notice ?? '');
     render(ctx, 'password-reset/done', {
       title: t('account:titles.passwordChanged'),

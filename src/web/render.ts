@@ -69,7 +69,7 @@ export function render(ctx: Context, view: string, pageLocals: PageLocals, statu
  * English otherwise.
  */
 export function inPageLanguage(ctx: Context, view: string, locals: PageLocals): { lang: Language; locals: PageLocals } {
-  const lang = pageLanguage(ctx, view);
+  const lang = pageLanguage(ctx);
   if (!PAGES_OF_MESSAGES.has(view) || lang === 'en') return { lang, locals };
   const translated = errorPageIn(lang, locals, retryAfterOf(ctx));
   if (translated) return { lang, locals: translated };

@@ -136,7 +136,7 @@ export class SecondFactorStep {
     const passkeys = user ? await listPasskeys(this.deps.db, user) : [];
     ctx.set('Cache-Control', 'no-store');
     render(ctx, 'two-factor-challenge', {
-      title: pageT(ctx, 'two-factor-challenge')('signin:twoFactor.title'),
+      title: pageT(ctx)('signin:twoFactor.title'),
       ...page,
       returnTo: page.returnTo ?? '',
       passkey: passkeys.length ? page.passkey : null,

@@ -130,7 +130,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
     const tokens = (await accessTokensOf(db, userId)).map((row) => presentAccessToken(row));
     const user = requireUser(ctx);
     const { items: myGroups } = await groupsOfUser(db, userId, { limit: 200, offset: 0 });
-    const t = pageT(ctx, TOKENS_VIEW);
+    const t = pageT(ctx);
     const notice = String(ctx.query.notice ?? '');
     render(ctx, TOKENS_VIEW, {
       title: t('security:tokens.title'),
@@ -218,7 +218,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
   router.get('/applications', async (ctx) => {
     const user = requireUser(ctx);
     const grants = await authorizedApplicationsOf(db, user.id);
-    const t = pageT(ctx, 'account/settings/applications');
+    const t = pageT(ctx);
     render(ctx, 'account/settings/applications', {
       title: t('account:titles.applications'),
       tab: 'applications',

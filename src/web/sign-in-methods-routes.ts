@@ -34,7 +34,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
 
   async function flash(ctx: Context, methods: Awaited<ReturnType<typeof signInMethodsOf>>): Promise<string | null> {
     const notice = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    const t = pageT(ctx, 'account/sign-in-methods');
+    const t = pageT(ctx);
     if (notice === 'password-set') return t('account:notices.passwordSet');
     if (notice === 'linked') {
       // The identity linked last is the one the round trip just linked.
@@ -52,7 +52,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
   async function renderPage(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     const methods = await signInMethodsOf(deps.db, user);
     render(ctx, 'account/sign-in-methods', {
-      title: pageT(ctx, 'account/sign-in-methods')('account:titles.signInMethods'),
+      title: pageT(ctx)('account:titles.signInMethods'),
       tab: 'sign-in-methods',
       methods,
       errors,

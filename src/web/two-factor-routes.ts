@@ -62,19 +62,19 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   const settings: TwoFactorDeps = { db: deps.db, limits: deps.limits, cipher: deps.cipher, issuerName: issuerName(deps) };
 
   /** Where to go back to once it is on, and which group asks for it (when one does). */
-  async function returnOf(ctx: Context, given: unknown, view: string) {
+  async function returnOf(ctx: Context, given: unknown) {
     const returnTo = safeReturnTo(given, '');
     const groupName = returnTo ? await groupClosedForTwoFactorAt(deps.db, actorOf(ctx), returnTo) : undefined;
-    return { returnTo, reason: groupName ? pageT(ctx, view)('security:twoFactor.reason', { group: groupName }) : null };
+    return { returnTo, reason: groupName ? pageT(ctx)('security:twoFactor.reason', { group: groupName }) : null };
   }
 
   async function renderStatus(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
-    const t = pageT(ctx, STATUS_VIEW);
+    const t = pageT(ctx);
     const notice = Object.hasOwn(NOTICES, String(ctx.query.notice)) ? NOTICES[String(ctx.query.notice)] : undefined;
     render(ctx, STATUS_VIEW, {
       title: t('security:twoFactor.title'),
       tab: 'two-factor',
-      ...(await returnOf(ctx, ctx.query.return_to, STATUS_VIEW)),
+      ...(await returnOf(ctx, ctx.query.return_to)),
       status: await twoFactorStatus(deps.db, user.id),
       mayAdd: mayAddCredentials(user, deps.config.requireVerifiedEmail),
       errors,
@@ -84,9 +84,9 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
 
   async function renderSetup(ctx: Context, user: UserRow, returnTo: unknown, errors: Record<string, string> = {}, status = 200) {
     render(ctx, SETUP_VIEW, {
-      title: pageT(ctx, SETUP_VIEW)('security:setup.title'),
+      title: pageT(ctx)('security:setup.title'),
       tab: 'two-factor',
-      ...(await returnOf(ctx, returnTo, SETUP_VIEW)),
+      ...(await returnOf(ctx, returnTo)),
       setup: await totpSetup(settings, user),
       errors,
       flash: null,
@@ -96,7 +96,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   /** What is left of the codes, and the form that makes new ones. */
   async function renderCodesSummary(ctx: Context, user: UserRow, errors: Record<string, string> = {}, status = 200) {
     render(ctx, 'account/settings/recovery-codes-status', {
-      title: pageT(ctx, 'account/settings/recovery-codes-status')('security:codes.title'),
+      title: pageT(ctx)('security:codes.title'),
       tab: 'two-factor',
       summary: await recoveryCodesSummary(deps.db, user.id),
       errors,
@@ -110,7 +110,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
   }
 
   function renderCodes(ctx: Context, codes: string[], heading: string | undefined) {
-    const t = pageT(ctx, 'account/settings/recovery-codes');
+    const t = pageT(ctx);
     render(ctx, 'account/settings/recovery-codes', {
       title: t('security:codes.title'),
       tab: 'two-factor',

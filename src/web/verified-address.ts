@@ -15,7 +15,7 @@ export function refuseUnverified(deps: WebDeps, what: string) {
   return async function verifiedAddressFirst(ctx: Context, next: Next): Promise<void> {
     const user = requireUser(ctx);
     if (mayAddCredentials(user, deps.config.requireVerifiedEmail)) return next();
-    const t = pageT(ctx, 'account/verify-first');
+    const t = pageT(ctx);
     const action = actionInWords(what);
     render(ctx, 'account/verify-first', {
       title: t('account:titles.verifyFirst'),

@@ -1,10 +1,7 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import { inWords } from '../../src/errors.js';
-import { VIEWS } from '../../src/paths.js';
 import { AccountDisabledError } from '../../src/services/users.js';
-import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, TRANSLATED_VIEWS, translateHtml, translateMessage, translator } from '../../src/i18n.js';
+import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, translateHtml, translateMessage, translator } from '../../src/i18n.js';
 import { SPENT_MESSAGE } from '../../src/web/second-factor.js';
 import { SCOPES } from '../../src/vocabulary.js';
 
@@ -53,10 +50,6 @@ describe('Languages of the pages', () => {
         for (const key of keys.filter((k) => PLURAL.test(k))) expect(keys, `${lng}/${ns}`).to.include(key.replace(PLURAL, '_other'));
       }
     }
-  });
-
-  it('names only views that exist as translated', () => {
-    for (const view of TRANSLATED_VIEWS) expect(existsSync(join(VIEWS, `${view}.ejs`)), view).to.equal(true);
   });
 
   it('describes the scopes in English as the rest of the service does', () => {
