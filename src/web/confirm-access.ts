@@ -32,25 +32,20 @@ import { pageT } from '../i18n.js';
  */
 export const CONFIRM_ACCESS = '/account/confirm-access';
 
-/** What the prompt says each change is, and the settings page a Cancel goes back to. */
-const ACTIONS: Record<SensitiveAction, { words: string; page: string }> = {
-  'add-passkey': { words: 'add a passkey', page: '/account/settings/passkeys' },
-  'remove-passkey': { words: 'remove a passkey', page: '/account/settings/passkeys' },
-  'turn-on-two-factor': { words: 'turn on two-factor authentication', page: '/account/settings/two-factor' },
-  'turn-off-two-factor': { words: 'turn off two-factor authentication', page: '/account/settings/two-factor' },
-  'recovery-codes': { words: 'make new recovery codes', page: '/account/settings/two-factor' },
-  'create-token': { words: 'create a personal access token', page: '/account/settings/tokens' },
-  'change-email': { words: 'change your e-mail address', page: '/account/settings/profile' },
-  'delete-account': { words: 'delete your account', page: '/account/settings/delete' },
-  'link-sign-in-method': { words: 'link a sign-in method', page: '/account/settings/sign-in-methods' },
-  'unlink-sign-in-method': { words: 'unlink a sign-in method', page: '/account/settings/sign-in-methods' },
-  'set-password': { words: 'set a password', page: '/account/settings/sign-in-methods' },
+/** The settings page a Cancel goes back to, for each change (the prompt says the change in words: account:purpose). */
+const ACTIONS: Record<SensitiveAction, { page: string }> = {
+  'add-passkey': { page: '/account/settings/passkeys' },
+  'remove-passkey': { page: '/account/settings/passkeys' },
+  'turn-on-two-factor': { page: '/account/settings/two-factor' },
+  'turn-off-two-factor': { page: '/account/settings/two-factor' },
+  'recovery-codes': { page: '/account/settings/two-factor' },
+  'create-token': { page: '/account/settings/tokens' },
+  'change-email': { page: '/account/settings/profile' },
+  'delete-account': { page: '/account/settings/delete' },
+  'link-sign-in-method': { page: '/account/settings/sign-in-methods' },
+  'unlink-sign-in-method': { page: '/account/settings/sign-in-methods' },
+  'set-password': { page: '/account/settings/sign-in-methods' },
 };
-
-/** The change whose English words are `words` ("add a passkey"): the pages that get a change in words say it in theirs (verified-address.ts). */
-export function actionInWords(words: string): SensitiveAction | undefined {
-  return (Object.keys(ACTIONS) as SensitiveAction[]).find((action) => ACTIONS[action].words === words);
-}
 
 function isSensitiveAction(value: unknown): value is SensitiveAction {
   return typeof value === 'string' && Object.hasOwn(ACTIONS, value);

@@ -192,7 +192,7 @@ export function passkeyRoutes(deps: WebDeps, access: AccessConfirmation): Router
     await renderSettings(ctx, requireUser(ctx));
   });
 
-  router.post(SETTINGS, refuseUnverified(deps, 'add a passkey'), access.required('add-passkey'), async (ctx) => {
+  router.post(SETTINGS, refuseUnverified(deps, 'add-passkey'), access.required('add-passkey'), async (ctx) => {
     const user = requireUser(ctx);
     const form = formFields(ctx);
     const given = challenges.take(ctx, 'register');

@@ -173,7 +173,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
   });
 
   // A token is a way in that outlives the session: a stolen session must not be able to mint one.
-  router.post(['/tokens', '/tokens/new'], refuseUnverified(deps, 'create a personal access token'), access.required('create-token'), async (ctx) => {
+  router.post(['/tokens', '/tokens/new'], refuseUnverified(deps, 'create-token'), access.required('create-token'), async (ctx) => {
     const user = requireUser(ctx);
     const fields = formFields(ctx);
     const form: TokenForm = {

@@ -116,7 +116,7 @@ export function signInMethodsRoutes(deps: WebDeps, access: AccessConfirmation): 
     ctx.redirect(`${SIGN_IN_METHODS}?${new URLSearchParams({ notice: 'unlinked', provider: unlinked.slug })}`);
   });
 
-  router.post(`${SIGN_IN_METHODS}/link/:slug`, refuseUnverified(deps, 'link a sign-in method'), access.required('link-sign-in-method'), async (ctx) => {
+  router.post(`${SIGN_IN_METHODS}/link/:slug`, refuseUnverified(deps, 'link-sign-in-method'), access.required('link-sign-in-method'), async (ctx) => {
     const user = requireUser(ctx);
     const slug = String(ctx.params.slug ?? '');
     const row = await signInProviderBySlug(deps.db, slug);

@@ -127,7 +127,7 @@ export function twoFactorRoutes(deps: WebDeps, access: AccessConfirmation): Rout
     await renderStatus(ctx, requireUser(ctx));
   });
 
-  const unverified = refuseUnverified(deps, 'turn on two-factor authentication');
+  const unverified = refuseUnverified(deps, 'turn-on-two-factor');
 
   // Starting makes the secret; the set-up page then shows the same one until it is confirmed.
   router.post(`${BASE}/setup`, unverified, access.required('turn-on-two-factor'), async (ctx) => {

@@ -1,26 +1,23 @@
 import type { Context, Next } from 'koa';
-import { mayAddCredentials } from '../policies/account.js';
+import { mayAddCredentials, type SensitiveAction } from '../policies/account.js';
 import { requireUser, type WebDeps } from './context.js';
 import { render } from './render.js';
 import { pageT } from '../i18n.js';
-import { actionInWords } from './confirm-access.js';
 
 /**
  * Before a form that adds a way into the account (a passkey, an authenticator app, a personal
  * access token): where the site requires verified addresses, an account whose address is not
  * verified yet gets a page saying to verify it first, with **Resend the link**, and nothing is
- * added. `what` completes "To …" (e.g. "add a passkey").
+ * added. `action` is the change asked for, said on the page in its words (account:purpose).
  */
-export function refuseUnverified(deps: WebDeps, what: string) {
+export function refuseUnverified(deps: WebDeps, action: SensitiveAction) {
   return async function verifiedAddressFirst(ctx: Context, next: Next): Promise<void> {
     const user = requireUser(ctx);
     if (mayAddCredentials(user, deps.config.requireVerifiedEmail)) return next();
     const t = pageT(ctx);
-    const action = actionInWords(what);
     render(ctx, 'account/verify-first', {
       title: t('account:titles.verifyFirst'),
-      // `what` in the page's words when it is one of Confirm access's changes (account:purpose).
-      purpose: action ? t(`account:purpose.${action}`) : what,
+      purpose: t(`account:purpose.${action}`),
       email: user.email,
       back: ctx.path.startsWith('/account/settings/') ? ctx.path.split('/').slice(0, 4).join('/') : '/account/settings',
       hideVerifyBanner: true,

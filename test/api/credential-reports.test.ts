@@ -73,7 +73,7 @@ describeEachProfile('reports of leaked credentials', (profile) => {
     const audit = unescapeHtml((await ownerBrowser.get(`/groups/${client.group.path}/settings/audit`).expect(200)).text);
     expect(audit).to.include('Client secret revoked: reported public').and.include('OAuth token revoked: reported public').and.include('leaked-credential report');
     const page = unescapeHtml((await (await signIn(idp.url, user)).get('/account/settings/tokens').expect(200)).text);
-    expect(page).to.match(/The token “pushed to github” was revoked because it was reported public on <time datetime="[^"]+">\d{4}-\d\d-\d\d/);
+    expect(page).to.match(/The token “pushed to github” was revoked because it was reported public on <time datetime="\d{4}-\d\d-\d\dT[^"]+">[A-Z][a-z]{2} \d{1,2}, \d{4}, [^<]+ UTC<\/time>/);
     // Not the site's own log.
     const admin = await idp.db('audit_events').whereNull('group_id').whereNull('user_id').whereLike('action', '%report%');
     expect(admin).to.deep.equal([]);
