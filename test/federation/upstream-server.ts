@@ -1,5 +1,9 @@
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import Provider from 'oidc-provider';
+import type { Knex } from 'knex';
+import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
+import { sealClientSecret } from '../../src/services/federation/providers.js';
+import { now } from '../../src/time.js';
 import { listen } from '../helpers/app.js';
 
 /**
@@ -142,4 +146,33 @@ export async function startSilentServer() {
     held.push(res);
   });
   return { url: silent.url, stop: () => silent.close() };
+}
+
+/**
+ * For a suite: a real upstream provider started before it and stopped after it, added to the
+ * suite's server as the sign-in provider `upstream` ("Upstream"; sign-up allowed, no domain
+ * limit, its second factor not trusted). `upstream()` is the running provider.
+ */
+export function useUpstreamSignInProvider(idp: { url: string; db: Knex }) {
+  let upstream: Awaited<ReturnType<typeof startUpstreamProvider>> | undefined;
+  before(async () => {
+    upstream = await startUpstreamProvider(() => [`${idp.url}/login/callback/upstream`]);
+    await insertSignInProvider(idp.db, {
+      slug: 'upstream',
+      kind: 'oidc',
+      name: 'Upstream',
+      client_id: UPSTREAM_CLIENT.id,
+      client_secret: sealClientSecret(undefined, UPSTREAM_CLIENT.secret),
+      scopes: '',
+      settings: JSON.stringify({ issuer: upstream.url }),
+      allow_sign_up: true,
+      allowed_domains: '',
+      trust_mfa: false,
+      position: 0,
+    }, now());
+  });
+  after(async () => {
+    await upstream?.stop();
+  });
+  return () => upstream!;
 }

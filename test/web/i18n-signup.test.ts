@@ -8,15 +8,12 @@ import { makeUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, filled, formOf, unescapeHtml } from '../helpers/html.js';
 import { expectIn, expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
 import { linkIn, useMailServer } from '../helpers/smtp.js';
-import { startUpstreamProvider, UPSTREAM_CLIENT } from '../federation/upstream-server.js';
-import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
+import { useUpstreamSignInProvider } from '../federation/upstream-server.js';
 import { translator, type Language } from '../../src/i18n.js';
 import { addressInUseMail } from '../../src/services/address-mail.js';
-import { sealClientSecret } from '../../src/services/federation/providers.js';
 import { renderMail, type Mail } from '../../src/services/mail.js';
 import type { KdfQueue } from '../../src/services/passwords.js';
 import { COMMAND_LINE, SECURITY_EVENTS, securityNotice } from '../../src/services/security-notices.js';
-import { now } from '../../src/time.js';
 import { refuseHashingWhenBusy } from '../../src/web/busy.js';
 
 describe('Recovering an account and verifying an address in the reader\'s language', function () {
@@ -122,27 +119,9 @@ describe('Signing up in the reader\'s language: the form, its link\'s page and m
   const smtp = useMailServer();
   // Every test here signs up from 127.0.0.1: more than the sign-up limit of one network allows.
   const idp = useIdp('sqlite', () => ({ SMTP_URL: smtp.url, RATE_LIMIT_SIGNUP_IP: 'off' }));
-  let upstream: Awaited<ReturnType<typeof startUpstreamProvider>>;
+  const upstream = useUpstreamSignInProvider(idp);
 
   before(async () => {
-    upstream = await startUpstreamProvider(() => [`${idp.url}/login/callback/upstream`]);
-    await insertSignInProvider(idp.db, {
-      slug: 'upstream',
-      kind: 'oidc',
-      name: 'Upstream',
-      client_id: UPSTREAM_CLIENT.id,
-      client_secret: sealClientSecret(undefined, UPSTREAM_CLIENT.secret),
-      scopes: '',
-      settings: JSON.stringify({ issuer: upstream.url }),
-      allow_sign_up: true,
-      allowed_domains: '',
-      trust_mfa: false,
-      position: 0,
-    }, now());
-  });
-
-  after(async () => {
-    await upstream?.stop();
   });
 
   it('keeps the English sign-up form and its mail in English', async () => {
@@ -172,7 +151,7 @@ describe('Signing up in the reader\'s language: the form, its link\'s page and m
   });
 
   for (const lang of ['de', 'ja'] as Language[]) {
-    const browserIn = () => new Browser(idp.url, { also: [upstream.url], headers: { 'accept-language': lang } });
+    const browserIn = () => new Browser(idp.url, { also: [upstream().url], headers: { 'accept-language': lang } });
 
     it(`shows the sign-up form in ${lang}, and the rules of its fields in ${lang} beside them`, async () => {
       const t = translator(lang);
@@ -245,7 +224,7 @@ describe('Signing up in the reader\'s language: the form, its link\'s page and m
       const sub = `sub-${lang}-${Date.now()}`;
       // Verified by the provider in German, not verified in Japanese: both of the page's states.
       const verified = lang === 'de';
-      upstream.state.person = { sub, email: `${sub}@upstream.test`, email_verified: verified, name: 'New Person', preferred_username: sub };
+      upstream().state.person = { sub, email: `${sub}@upstream.test`, email_verified: verified, name: 'New Person', preferred_username: sub };
       const browser = browserIn();
       const signIn = await browser.get('/login').expect(200);
       const moving = await browser.fill(signIn, '/login/upstream/upstream').expect(200);

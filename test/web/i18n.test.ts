@@ -7,10 +7,7 @@ import { errorMessage, fieldError, formOf, unescapeHtml } from '../helpers/html.
 import { expectIn, textOf } from '../helpers/i18n-pages.js';
 import { authorizeUrl } from '../helpers/oauth.js';
 import { withTwoFactor } from '../helpers/totp.js';
-import { startUpstreamProvider, UPSTREAM_CLIENT } from '../federation/upstream-server.js';
-import { insertSignInProvider } from '../../src/db/sign-in-providers.js';
-import { sealClientSecret } from '../../src/services/federation/providers.js';
-import { now } from '../../src/time.js';
+import { useUpstreamSignInProvider } from '../federation/upstream-server.js';
 import { inWords } from '../../src/errors.js';
 import { LANGUAGES, translator, type Language } from '../../src/i18n.js';
 
@@ -169,29 +166,11 @@ describe('Pages in the reader\'s language', function () {
 describe('Pages in the reader\'s language: verified addresses and upstream sign-in', function () {
   this.timeout(30_000);
   const idp = useIdp('sqlite', { REQUIRE_VERIFIED_EMAIL: 'true' });
-  let upstream: Awaited<ReturnType<typeof startUpstreamProvider>>;
+  const upstream = useUpstreamSignInProvider(idp);
   let client: Client;
 
   before(async () => {
     client = await makeClient(idp.db, { name: 'Build Monitor' });
-    upstream = await startUpstreamProvider(() => [`${idp.url}/login/callback/upstream`]);
-    await insertSignInProvider(idp.db, {
-      slug: 'upstream',
-      kind: 'oidc',
-      name: 'Upstream',
-      client_id: UPSTREAM_CLIENT.id,
-      client_secret: sealClientSecret(undefined, UPSTREAM_CLIENT.secret),
-      scopes: '',
-      settings: JSON.stringify({ issuer: upstream.url }),
-      allow_sign_up: true,
-      allowed_domains: '',
-      trust_mfa: false,
-      position: 0,
-    }, now());
-  });
-
-  after(async () => {
-    await upstream?.stop();
   });
 
   for (const lang of LANGUAGES.filter((l) => l !== 'en')) {
@@ -207,9 +186,9 @@ describe('Pages in the reader\'s language: verified addresses and upstream sign-
 
     it(`continues with an upstream provider in ${lang}, and asks in ${lang} to link an account with the same address`, async () => {
       const owner = await makeUser(idp.db);
-      upstream.state.person = { sub: `sub-${owner.username}`, email: owner.email, email_verified: true, name: 'Same Person', preferred_username: owner.username };
+      upstream().state.person = { sub: `sub-${owner.username}`, email: owner.email, email_verified: true, name: 'Same Person', preferred_username: owner.username };
       const t = translator(lang);
-      const browser = new Browser(idp.url, { also: [upstream.url], headers: { 'accept-language': lang } });
+      const browser = new Browser(idp.url, { also: [upstream().url], headers: { 'accept-language': lang } });
       const signIn = await browser.get('/login').expect(200);
       expect(textOf(signIn)).to.include(t('signin:continueWith', { provider: 'Upstream' }));
       const moving = await browser.fill(signIn, '/login/upstream/upstream').expect(200);
