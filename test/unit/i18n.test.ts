@@ -4,6 +4,8 @@ import { AccountDisabledError } from '../../src/services/users.js';
 import { formatDate, LANGUAGES, NAMESPACES, RESOURCES, translateHtml, translateMessage, translator } from '../../src/i18n.js';
 import { SPENT_MESSAGE } from '../../src/web/second-factor.js';
 import { SCOPES } from '../../src/vocabulary.js';
+import { urlSetting } from '../../src/services/federation/discovery.js';
+import { sentence } from '../../src/web/form-errors.js';
 
 const PLURAL = /_(zero|one|two|few|many|other)$/;
 
@@ -62,6 +64,25 @@ describe('Languages of the pages', () => {
     expect(translateMessage(new AccountDisabledError().message, 'ja')).to.equal(translator('ja')('messages:accountDisabled'));
     expect(translateMessage('Incorrect username, email or password.', 'en')).to.equal('Incorrect username, email or password.');
     expect(translateMessage('Something no page has said before.', 'de')).to.equal('Something no page has said before.');
+  });
+
+  it('finds a message with a value by its pattern, and the errors of a provider kind\'s URL settings by their labels', () => {
+    const de = translator('de');
+    expect(translateMessage('Scopes must be at most 1000 characters in all', 'de')).to.equal(de('messages-admin:scopesTooLong', { max: '1000' }));
+    const setting = (label: string) => urlSetting('url', label, '');
+    const refusal = (label: string, value: string) => {
+      try {
+        setting(label).parse(value);
+      } catch (err) {
+        return sentence((err as Error).message);
+      }
+      throw new Error(`${value} was taken`);
+    };
+    for (const [label, key] of [['Base URL', 'baseUrl'], ['API URL', 'apiUrl'], ['Authority', 'authority'], ['Issuer URL', 'issuerUrl']]) {
+      for (const [value, problem] of [['not a url', 'NotAbsolute'], ['ftp://example.com', 'NotHttps'], ['https://u:p@example.com', 'Credentials'], ['https://example.com/?q', 'Query']]) {
+        for (const lang of ['de', 'ja'] as const) expect(translateMessage(refusal(label!, value!), lang), `${label} ${value}`).to.equal(translator(lang)(`messages-admin:${key}${problem}`));
+      }
+    }
   });
 
   it('says a rate limit\'s wait again in the page\'s language, from the seconds', () => {
