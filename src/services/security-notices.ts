@@ -100,10 +100,9 @@ export function mailDate(at: Date, lang: Language): string {
   return lang === 'en' ? at.toUTCString().replace('GMT', 'UTC') : formatDate(at, lang);
 }
 
-/** The browser of a user agent in words ("Firefox on Windows"), its "unknown" in `lang`. */
+/** The browser of a user agent in words of `lang` ("Firefox on Windows"). */
 export function browserInWords(userAgent: string, lang: Language): string {
-  const words = describeUserAgent(userAgent);
-  return words === 'Unknown browser' ? translator(lang)('mail:seen.unknownBrowser') : words;
+  return describeUserAgent(userAgent, lang);
 }
 
 /**

@@ -13,7 +13,7 @@ import { formFields, requireUser, seenFrom, type WebDeps } from './context.js';
 import { formErrorsOrRetry, formStatus, LABELS } from './form-errors.js';
 import type { AccessConfirmation } from './confirm-access.js';
 import { render } from './render.js';
-import { asLanguage, LANGUAGES, negotiateLanguage, pageT } from '../i18n.js';
+import { asLanguage, LANGUAGES, negotiateLanguage, pageLanguage, pageT } from '../i18n.js';
 import { SIGN_IN_METHODS } from './sign-in-methods-routes.js';
 import { hasPassword } from '../services/passwords.js';
 
@@ -148,7 +148,8 @@ export function accountSettingsRoutes(deps: WebDeps & { provider: Provider }, ac
   router.get(`${BASE}/sessions`, async (ctx) => {
     const user = requireUser(ctx);
     const current = await deps.sessions.uid(ctx);
-    const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current));
+    const lang = pageLanguage(ctx);
+    const sessions = (await listSessions(deps, user.id)).map((row) => presentSession(row, current, lang));
     render(ctx, 'account/settings/sessions', { title: pageT(ctx)('account:titles.sessions'), tab: 'sessions', sessions, flash: notice(ctx) });
   });
 

@@ -8,7 +8,7 @@ import { describeUserAgent } from '../presenters/session.js';
 import { passwordStamp, RECOVERY_MS, recoveringAccount, recoveryView, removeAllForRecovery, removeForRecovery } from '../services/recovery.js';
 import { formFields, returnToQuery, safeReturnTo, type WebDeps } from './context.js';
 import { render } from './render.js';
-import { pageT } from '../i18n.js';
+import { pageLanguage, pageT } from '../i18n.js';
 import { SignedCookie } from './signed-cookie.js';
 
 /**
@@ -72,7 +72,7 @@ export function recoveryRoutes(deps: WebDeps & { provider: Provider }): Router {
       email: recovering?.user.email ?? '',
       view: view && {
         ...view,
-        sessions: view.sessions.map((s) => ({ ...s, browser: describeUserAgent(s.userAgent) })),
+        sessions: view.sessions.map((s) => ({ ...s, browser: describeUserAgent(s.userAgent, pageLanguage(ctx)) })),
       },
       flash: Object.hasOwn(NOTICES, notice) ? t(`account:notices.${NOTICES[notice]}`) : null,
     });

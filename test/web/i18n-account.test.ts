@@ -73,11 +73,13 @@ describe('Account settings (profile, password, sessions, applications, sign-in m
 
     it(`shows Sessions in ${lang}, dates written the ${lang} way, and signs the others out`, async () => {
       const user = await makeUser(idp.db);
-      await signIn(idp.url, user);
+      // The other session: Firefox on Linux, named in the page's words; this one sends no User-Agent.
+      await signIn(new Browser(idp.url, { userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' }), user);
       const browser = await signedIn(lang, user);
       const page = await browser.get('/account/settings/sessions').expect(200);
       expectIn(page, lang);
       expect(textOf(page)).to.include(t('account:sessions.thisBrowser')).and.include(t('account:sessions.signOutOthers'));
+      expect(textOf(page)).to.include(t('common:userAgent.on', { browser: 'Firefox', os: 'Linux' })).and.include(t('common:userAgent.unknown'));
       const [, iso, shown] = /<time datetime="([^"]+)">([^<]+)<\/time>/.exec(page.text)!;
       expect(shown).to.equal(formatDate(new Date(iso!), lang));
 

@@ -247,7 +247,7 @@ describe('Signing up in the reader\'s language: the form, its link\'s page and m
       await browser.postForm(form.action, filled(form, { current_password: user.password, password: 'a new long passphrase', password_confirmation: 'a new long passphrase' })).expect(302);
       const mail = await smtp.nextWith(user.email, t('mail:notice.events.password-changed.subject'));
       expect(mail.html).to.include(`<html lang="${lang}">`);
-      expect(mail.text).to.include(t('mail:notice.events.password-changed.what')).and.include(t('mail:seen.unknownBrowser'));
+      expect(mail.text).to.include(t('mail:notice.events.password-changed.what')).and.include(t('common:userAgent.unknown'));
       expectNoEnglish(`${mail.text} ${mail.html}`, `the ${lang} mail`);
     });
 
