@@ -7,7 +7,8 @@ import { addMember } from '../../src/services/groups.js';
 import { PERSONAL_TOKEN_SCOPES } from '../../src/vocabulary.js';
 import { call, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { signIn, type Browser } from '../helpers/browser.js';
+import { Browser, signIn } from '../helpers/browser.js';
+import { idp as cli, json, refusal } from '../helpers/cli.js';
 import { groupAccess, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { fieldError, fillForm } from '../helpers/html.js';
 
@@ -78,6 +79,14 @@ describeEachProfile('admin API and audit export', (profile) => {
       expect(token).to.match(/^ha_/);
       const res = await call(idp, '/apis/v2/admin/users', { token: token! });
       expect(res.status, res.text).to.equal(200);
+    });
+
+    it('is made by the CLI for an administrator, and refused to anyone else naming --scope', async function () {
+      this.timeout(60_000);
+      const made = json(await cli(idp.database.url, ['token', 'create', '--user', admin.username, '--name', 'cli admin', '--scope', 'admin', '--json']));
+      expect(made.scopes).to.deep.equal(['admin']);
+      expect((await call(idp, '/apis/v2/admin/users', { token: String(made.token) })).status).to.equal(200);
+      expect(refusal(await cli(idp.database.url, ['token', 'create', '--user', plain.username, '--name', 'x', '--scope', 'admin']))).to.match(/^idp: --scope: scopes may include admin only for a site administrator$/);
     });
 
     it('refuses a token without admin (403 insufficient_scope with a challenge), and an admin token whose owner is no longer an administrator (403)', async () => {
@@ -268,6 +277,23 @@ describeEachProfile('admin API and audit export', (profile) => {
       await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: member.username, role: 'member' });
       const theirs = await signIn(idp.url, member);
       expect((await theirs.get(downloadHref(page.text))).status).to.be.oneOf([403, 404]);
+    });
+
+    it('says Download and the admin scope in the page\'s language', async () => {
+      const owner = await makeUser(idp.db);
+      const group = await makeGroup(idp.db, owner.id);
+      const ja = await signIn(new Browser(idp.url, { headers: { 'accept-language': 'ja' } }), owner);
+      expect((await ja.get(`/groups/${group.path}/settings/audit`).expect(200)).text).to.include('>ダウンロード (NDJSON)</a>');
+      const de = await signIn(new Browser(idp.url, { headers: { 'accept-language': 'de' } }), admin);
+      expect((await de.get('/admin/audit').expect(200)).text).to.include('>Herunterladen (NDJSON)</a>');
+      const tokens = (await de.get(TOKENS).expect(200)).text;
+      expect(tokens).to.include('Die Website verwalten');
+      const person = await signIn(new Browser(idp.url, { headers: { 'accept-language': 'de' } }), plain);
+      const page = await person.get(TOKENS).expect(200);
+      const forged = fillForm(page.text, `${TOKENS}/new`, { 'Token-Name': 'x' });
+      forged.fields.append('scopes', 'admin');
+      const res = await person.request(new URL(forged.action, page.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: forged.fields.toString() });
+      expect(fieldError(res.text, 'scopes')).to.equal('Der Bereich admin ist nur für Administratoren der Website möglich');
     });
 
     it('gives the site log as NDJSON through the Admin audit log page\'s link, to administrators only', async () => {
