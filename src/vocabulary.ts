@@ -40,9 +40,10 @@ export const SCOPES = {
  * person's own token also manages the OAuth applications of the groups they own, which an
  * application's token never does.
  */
-export const PERSONAL_TOKEN_SCOPES: Record<(typeof API_SCOPES)[number], string> = {
+export const PERSONAL_TOKEN_SCOPES: Record<PersonalTokenScope, string> = {
   'groups:read-only': 'See the groups you belong to and your role in each',
   'groups:read-write': 'Change your groups and manage the OAuth applications of groups you own',
+  admin: 'Administer the site: list, disable and enable users, read the site audit log',
 };
 
 export type Scope = keyof typeof SCOPES;
@@ -50,6 +51,16 @@ export type Scope = keyof typeof SCOPES;
 export const DEFAULT_SCOPE: Scope = 'groups:read-only';
 /** The scopes that open the HTTP API (the others are OpenID Connect's). */
 export const API_SCOPES = ['groups:read-only', 'groups:read-write'] as const;
+
+/**
+ * `admin` opens `/apis/v2/admin`. Only a personal access token carries it (no application can
+ * ask for it), only a site administrator can make one, and it works only while its owner is one.
+ */
+export const ADMIN_SCOPE = 'admin';
+
+/** The scopes a personal access token may have. */
+export const PERSONAL_TOKEN_SCOPE_LIST = [...API_SCOPES, ADMIN_SCOPE] as const;
+export type PersonalTokenScope = (typeof PERSONAL_TOKEN_SCOPE_LIST)[number];
 
 export function isScope(value: string): value is Scope {
   return Object.hasOwn(SCOPES, value);

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import type { Scope } from '../vocabulary.js';
+import type { ADMIN_SCOPE, Scope } from '../vocabulary.js';
 import { digest, isWellFormedToken } from '../tokens.js';
 import { AppError, tooManyRequests } from '../errors.js';
 import { bearerTokens, type TokenOwner } from '../services/bearer-tokens.js';
@@ -116,7 +116,7 @@ function applyAllowance(ctx: Context, verdict: ApiVerdict): void {
 }
 
 /** Declares the scope a route needs; `groups:read-write` includes `groups:read-only`. */
-export function requireScope(scope: Scope | 'any', realm: string) {
+export function requireScope(scope: Scope | typeof ADMIN_SCOPE | 'any', realm: string) {
   return async function checkScope(ctx: Context, next: Next): Promise<void> {
     const { scopes } = ctx.state.auth as ApiAuth;
     const ok = scope === 'any' || scopes.has(scope) || (scope === 'groups:read-only' && scopes.has('groups:read-write'));

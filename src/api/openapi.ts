@@ -3,7 +3,9 @@ import { controlCharacterRule } from '../control-characters.js';
 import { clientId, recordIdText } from '../ids.js';
 import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
 import { groupJson } from '../presenters/group.js';
-import { apiUserJson } from '../presenters/user.js';
+import { adminUserJson, apiUserJson } from '../presenters/user.js';
+import { auditEventJson } from '../presenters/audit.js';
+import { MAX_USER_QUERY } from './admin/routes.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import { OUTAGE_RETRY_AFTER_S } from '../storage.js';
 import * as rules from '../services/rules.js';
@@ -37,6 +39,12 @@ const User = apiUserJson.extend({ username: rules.username.optional().describe(a
 const NewOAuthApp = rules.newApplication.meta({ id: 'NewOAuthApp' });
 const OAuthAppChanges = rules.applicationChanges.meta({ id: 'OAuthAppChanges' });
 const GroupChanges = groupChanges.meta({ id: 'GroupChanges' });
+const AuditEvent = auditEventJson.meta({ id: 'AuditEvent' });
+const AdminUser = adminUserJson.extend({ username: rules.username }).meta({ id: 'AdminUser' });
+const adminUserChange = z.object({
+  data: AdminUser,
+  changed: z.boolean().describe('False when the account already was so (disabling again still revokes its sessions and tokens)'),
+});
 const ReportAccepted = z.strictObject({ message: z.literal(REPORT_ACCEPTED.message) }).meta({ id: 'CredentialReportAccepted' });
 
 /**
@@ -168,6 +176,22 @@ const pageParams = [
   parameter('pageSize', 'query', rules.pageQuery.shape.pageSize, 'Items per page. Empty counts as absent.'),
 ];
 const groupIdParam = parameter('id', 'path', recordIdText);
+const auditParams = [
+  ...pageParams,
+  parameter('action', 'query', z.string().regex(/^[a-z][a-z0-9_.-]{0,63}$/), 'Only events of this action, by its code (such as `member.add`); empty counts as absent.'),
+  parameter('since', 'query', z.string().meta({ format: 'date-time' }), 'Only events at or after this time (RFC 3339, such as `2025-01-31T09:00:00Z`); anything else is a 400 naming `since`.'),
+  parameter('until', 'query', z.string().meta({ format: 'date-time' }), 'Only events before this time (RFC 3339); anything else is a 400 naming `until`.'),
+];
+/** The site administrators' endpoints: the `admin` scope, and an owner who is a site administrator now. */
+const adminAuthErrors = {
+  401: authErrors[401],
+  403: errorResponse(
+    'The token lacks the `admin` scope (`insufficient_scope`, with a WWW-Authenticate challenge naming it), or its owner is not (or no longer) a site administrator, or is disabled (`forbidden`)',
+    { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+  ),
+};
+const ADMIN = 'Scope `admin`: a personal access token (`ha_`) of a site administrator, who alone can make one; refused (403) once its owner is no longer one.';
+const userIdParam = parameter('id', 'path', recordIdText, 'The user\'s id');
 const clientIdParam = parameter('clientID', 'path', clientId, 'The application\'s client ID');
 
 export function openApiDocument(issuer: string) {
@@ -247,6 +271,83 @@ export function openApiDocument(issuer: string) {
             400: invalid('The id is not a positive integer'),
             ...ownerAuthErrors,
             404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+      },
+      '/groups/{id}/audit-events': {
+        get: {
+          operationId: 'listGroupAuditEvents',
+          summary: 'The group\'s audit log (owners and maintainers)',
+          description:
+            'Scope `groups:read-only` (or `groups:read-write`); the caller must be an owner or a maintainer, who read the log on the group\'s Audit log page. Newest first, paginated, with a `Link` header that keeps the filters.',
+          parameters: [groupIdParam, ...auditParams],
+          responses: {
+            200: pageResponse('One page of events', AuditEvent),
+            400: invalid('The id, a pagination parameter, `action`, `since` or `until` is invalid'),
+            401: authErrors[401],
+            403: errorResponse(
+              'The token lacks `groups:read-only` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the caller is a member who may not read the log (`forbidden`), ' + GROUP_REFUSALS,
+              { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
+            ),
+            404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+      },
+      '/admin/users': {
+        get: {
+          operationId: 'adminListUsers',
+          summary: 'Every user of the site, or those matching a search (site administrators)',
+          description: `${ADMIN} Oldest account first, paginated, with a \`Link\` header that keeps \`q\`.`,
+          parameters: [
+            ...pageParams,
+            parameter('q', 'query', rules.queryText('q', MAX_USER_QUERY), `Case-insensitive match anywhere in the username, e-mail address or name. ${controlCharacterRule('q')}`),
+          ],
+          responses: {
+            200: pageResponse('One page of users', AdminUser),
+            400: invalid('A pagination parameter or `q` is invalid'),
+            ...adminAuthErrors,
+          },
+        },
+      },
+      '/admin/users/{id}/disable': {
+        post: {
+          operationId: 'adminDisableUser',
+          summary: 'Disable an account (site administrators)',
+          description: `${ADMIN} As the Admin pages do: the account is refused everywhere from then on, signed out of every session, every application it authorized loses its grant with each code and token, and its personal access tokens are deleted. Recorded in the site's audit log (\`user.disable\`). An administrator cannot disable their own account (409).`,
+          parameters: [userIdParam],
+          responses: {
+            200: jsonResponse('The account as it is now', adminUserChange),
+            400: invalid('The id is not a positive integer'),
+            ...adminAuthErrors,
+            404: errorResponse('No such user'),
+            409: errorResponse('The account is the caller\'s own (`conflict`)'),
+          },
+        },
+      },
+      '/admin/users/{id}/enable': {
+        post: {
+          operationId: 'adminEnableUser',
+          summary: 'Enable a disabled account (site administrators)',
+          description: `${ADMIN} The account can sign in again; what disabling revoked stays revoked. Recorded in the site's audit log (\`user.enable\`).`,
+          parameters: [userIdParam],
+          responses: {
+            200: jsonResponse('The account as it is now', adminUserChange),
+            400: invalid('The id is not a positive integer'),
+            ...adminAuthErrors,
+            404: errorResponse('No such user'),
+          },
+        },
+      },
+      '/admin/audit-events': {
+        get: {
+          operationId: 'adminListAuditEvents',
+          summary: 'The site\'s audit log (site administrators)',
+          description: `${ADMIN} What the Admin area's Audit log shows: administrators' acts on accounts and sign-in providers, and deleted groups. Newest first, paginated, with a \`Link\` header that keeps the filters.`,
+          parameters: auditParams,
+          responses: {
+            200: pageResponse('One page of events', AuditEvent),
+            400: invalid('A pagination parameter, `action`, `since` or `until` is invalid'),
+            ...adminAuthErrors,
           },
         },
       },

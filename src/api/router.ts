@@ -7,6 +7,7 @@ import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
 import type { DpopReplay } from '../services/dpop-replay.js';
 import type { Limits } from '../services/limits.js';
+import { adminApi } from './admin/routes.js';
 import { appsApi } from './apps/routes.js';
 import { credentialsApi } from './credentials/routes.js';
 import { refuseControlCharactersInBody } from '../edge/refuse-control-characters.js';
@@ -77,6 +78,7 @@ function apiRouter(deps: ApiDeps): Router {
     groupsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
     userApi({ db: deps.db, realm }),
     appsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
+    adminApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
   ]) {
     router.use(routes.routes());
   }

@@ -74,3 +74,61 @@ export function listUserAudit(db: Knex, userId: number, actions: readonly AuditA
     .orderBy('a.id', 'desc')
     .limit(limit);
 }
+
+/** Whose log: one group's, or the site's own (events of no group and no user's account). */
+export type AuditLog = { groupId: number } | 'site';
+
+/** A filter of a log: one action, and a time range (`since` ≤ time < `until`, ISO strings). */
+export interface AuditFilter {
+  action?: string;
+  since?: string;
+  until?: string;
+}
+
+function filteredAudit(db: Knex, log: AuditLog, filter: AuditFilter) {
+  const q = db('audit_events as a');
+  if (log === 'site') q.whereNull('a.group_id').whereNull('a.user_id');
+  else q.where('a.group_id', log.groupId);
+  if (filter.action !== undefined) q.where('a.action', filter.action);
+  if (filter.since !== undefined) q.where('a.created_at', '>=', filter.since);
+  if (filter.until !== undefined) q.where('a.created_at', '<', filter.until);
+  return q;
+}
+
+const EVENT_COLUMNS = ['a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username'];
+
+/** A page of a log's events matching `filter`, newest first, with the total. */
+export async function listAuditEvents(
+  db: Knex,
+  log: AuditLog,
+  filter: AuditFilter,
+  page: { limit: number; offset: number },
+): Promise<{ total: number; items: AuditRow[] }> {
+  const [counted, items] = await Promise.all([
+    filteredAudit(db, log, filter).count({ n: '*' }).first(),
+    filteredAudit(db, log, filter)
+      .leftJoin('users as u', 'u.id', 'a.actor_id')
+      .select(EVENT_COLUMNS)
+      .orderBy('a.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset),
+  ]);
+  return { total: Number((counted as { n: number | string } | undefined)?.n ?? 0), items: items as AuditRow[] };
+}
+
+/**
+ * Every event of a log matching `filter`, newest first, read `batchSize` rows at a time by id
+ * (each batch starts below the last id seen), so a long log is never held in memory at once and
+ * rows written meanwhile neither repeat nor shift a batch.
+ */
+export async function* auditEventBatches(db: Knex, log: AuditLog, filter: AuditFilter, batchSize = 500): AsyncGenerator<AuditRow[]> {
+  let below: number | undefined;
+  for (;;) {
+    const q = filteredAudit(db, log, filter).leftJoin('users as u', 'u.id', 'a.actor_id').select(EVENT_COLUMNS).orderBy('a.id', 'desc').limit(batchSize);
+    if (below !== undefined) q.where('a.id', '<', below);
+    const rows = (await q) as AuditRow[];
+    if (rows.length) yield rows;
+    if (rows.length < batchSize) return;
+    below = Number(rows[rows.length - 1]!.id);
+  }
+}

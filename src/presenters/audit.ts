@@ -1,6 +1,8 @@
 import type { AuditAction, AuditRow } from '../db/audit.js';
 import { RESOURCES, translator, type Language, type Translate } from '../i18n.js';
+import { z } from 'zod';
 import { toIso } from '../time.js';
+import { timestamp } from './json.js';
 import type ENGLISH_AUDIT_WORDS from '../../locales/en/audit.json';
 
 /**
@@ -90,5 +92,35 @@ export function presentAuditEvent(row: AuditRow, actor: string, details: string[
     target: row.target,
     details: details.join(translator(lang)('audit:_details.separator')),
     ip: row.ip ?? '',
+  };
+}
+
+/**
+ * An event as the API and the downloads give it, the same for a group's log and the site's: the
+ * actor's username (null: no person, such as the CLI, a report of leaked credentials or an
+ * account deleted since), the action's code and its English words, and the details as recorded.
+ */
+export const auditEventJson = z.object({
+  id: z.int().min(1),
+  time: timestamp,
+  actor: z.string().nullable().describe('The username of who acted; null when no person did (the command line, a report of leaked credentials) or the account was deleted since'),
+  action: z.string().describe('The action\'s code, such as member.add'),
+  actionText: z.string().describe('The action in English words, such as "Member added"'),
+  target: z.string().describe('What the action was done to: a username, an application\'s name, a group'),
+  details: z.record(z.string(), z.unknown()).describe('The details as recorded, such as {"changes": {"name": {"from": "a", "to": "b"}}} or {"via": "cli"}'),
+  ip: z.string().nullable().describe('The client address of the request, when there was one'),
+});
+export type ExportedAuditEvent = z.infer<typeof auditEventJson>;
+
+export function exportedAuditEvent(row: AuditRow): ExportedAuditEvent {
+  return {
+    id: Number(row.id),
+    time: toIso(row.created_at) ?? '',
+    actor: row.actor_username ?? null,
+    action: row.action,
+    actionText: actionName(row.action, 'en'),
+    target: row.target,
+    details: auditDetailsOf(row),
+    ip: row.ip ?? null,
   };
 }

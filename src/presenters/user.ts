@@ -48,3 +48,27 @@ export function presentApiUser(row: UserRow, fields: UserFields): ApiUserJson {
     ...(fields.email ? { emailVerified: verified } : {}),
   };
 }
+
+/** A user as the site administrators' API lists it (never the password hash). */
+export const adminUserJson = z.object({
+  id: recordId,
+  username: z.string(),
+  email: z.string(),
+  name: z.string(),
+  admin: z.boolean().describe('Whether the user is a site administrator'),
+  disabledAt: timestamp.nullable().describe('When an administrator disabled the account; null while it is enabled'),
+  createdAt: timestamp,
+});
+export type AdminUserJson = z.infer<typeof adminUserJson>;
+
+export function presentAdminUser(row: Pick<UserRow, 'id' | 'username' | 'email' | 'name' | 'is_admin' | 'disabled_at' | 'created_at'>): AdminUserJson {
+  return {
+    id: Number(row.id),
+    username: row.username,
+    email: row.email,
+    name: row.name,
+    admin: Boolean(row.is_admin),
+    disabledAt: toIso(row.disabled_at),
+    createdAt: toIso(row.created_at)!,
+  };
+}

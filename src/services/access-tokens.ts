@@ -6,7 +6,9 @@ import { capOfGroup, DAY_MS, exceedsCap } from '../policies/token-lifetime.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { listUserAudit } from '../db/audit.js';
 import { MAX_ID } from '../ids.js';
-import { API_SCOPES } from '../vocabulary.js';
+import { ADMIN_SCOPE, PERSONAL_TOKEN_SCOPE_LIST } from '../vocabulary.js';
+import { findUserById } from '../db/users.js';
+import { isSiteAdmin } from '../policies/site.js';
 import { digest, generateToken } from '../tokens.js';
 import { changing } from './change-versions.js';
 import * as rules from './rules.js';
@@ -22,7 +24,7 @@ export const MAX_TOKEN_GROUPS = 200;
 export const newAccessTokenSchema = z.object({
   name: rules.name,
   scopes: z
-    .array(z.enum(API_SCOPES, { error: `scopes must be among ${API_SCOPES.join(', ')}` }), { error: 'scopes is required' })
+    .array(z.enum(PERSONAL_TOKEN_SCOPE_LIST, { error: `scopes must be among ${PERSONAL_TOKEN_SCOPE_LIST.join(', ')}` }), { error: 'scopes is required' })
     .min(1, 'scopes must include at least one scope'),
   expiresInDays: z
     .number({ error: `expiresInDays must be a number of days from 1 to ${MAX_TOKEN_DAYS}, or empty for never` })
@@ -43,6 +45,9 @@ export const newAccessTokenSchema = z.object({
 });
 export type NewAccessToken = z.input<typeof newAccessTokenSchema>;
 
+/** The refusal of the `admin` scope to anyone but a site administrator. */
+export const ADMIN_SCOPE_REFUSED = 'scopes may include admin only for a site administrator';
+
 export async function createAccessToken(
   db: Knex,
   userId: number,
@@ -57,6 +62,10 @@ export async function createAccessToken(
   const expiresAt = data.expiresInDays ? new Date(Date.parse(at) + data.expiresInDays * DAY_MS).toISOString() : null;
   // With a form's one-time key, a repeated submission creates nothing (RepeatedSubmission).
   const row = await db.transaction(async (trx) => {
+    // Read in the transaction that writes the token: an administrator demoted meanwhile is refused.
+    if (data.scopes.includes(ADMIN_SCOPE) && !isSiteAdmin(await findUserById(trx, userId))) {
+      throw new ValidationError('scopes', ADMIN_SCOPE_REFUSED);
+    }
     // Checked in the transaction that writes the token's groups, with the memberships locked: a
     // group deleted meanwhile is refused here, never a foreign-key failure at the insert.
     if (groupIds) {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteAccessTokensOf } from '../db/access-tokens.js';
 import { listSiteAudit, markUserDisabled, markUserEnabled, searchUsers, setUserAdmin, type AdminUserRow } from '../db/admin.js';
-import { recordAudit, type AuditAction, type AuditRow } from '../db/audit.js';
+import { auditEventBatches, listAuditEvents, recordAudit, type AuditAction, type AuditFilter, type AuditRow } from '../db/audit.js';
 import { findUserById, type UserRow } from '../db/users.js';
 import { AppError, NotFoundError, UnavailableError } from '../errors.js';
 import { now } from '../time.js';
@@ -60,6 +60,16 @@ export async function requireUserById(db: Knex, id: number): Promise<UserRow> {
 /** The site's audit trail, newest first. */
 export function siteAuditLog(db: Knex, page: { limit: number; offset: number }): Promise<Listing<AuditRow>> {
   return listSiteAudit(db, page);
+}
+
+/** A page of the site's audit trail matching `filter`, newest first. */
+export function siteAuditEvents(db: Knex, filter: AuditFilter, page: { limit: number; offset: number }): Promise<Listing<AuditRow>> {
+  return listAuditEvents(db, 'site', filter, page);
+}
+
+/** The whole of the site's audit trail matching `filter`, newest first, a batch at a time. */
+export function siteAuditExport(db: Knex, filter: AuditFilter = {}): AsyncGenerator<AuditRow[]> {
+  return auditEventBatches(db, 'site', filter);
 }
 
 /** Makes a user a site administrator, or no longer one; false when it already was so. */

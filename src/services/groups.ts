@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError, problemOf } from '../errors.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { now } from '../time.js';
-import { listAudit, recordAudit, type AuditRow } from '../db/audit.js';
+import { auditEventBatches, listAuditEvents, listAudit, recordAudit, type AuditFilter, type AuditRow } from '../db/audit.js';
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canChangeMember, canGroup, type GroupAction } from '../policies/group.js';
@@ -164,6 +164,18 @@ export function membersOf(db: Knex, access: GroupAccess): Promise<groups.MemberR
 export function auditLogOf(db: Knex, access: GroupAccess): Promise<AuditRow[]> {
   requireGroupAction(access, 'read-audit');
   return listAudit(db, access.group.id);
+}
+
+/** A page of the group's audit log matching `filter`, newest first (owners and maintainers). */
+export function groupAuditEvents(db: Knex, access: GroupAccess, filter: AuditFilter, page: { limit: number; offset: number }): Promise<{ total: number; items: AuditRow[] }> {
+  requireGroupAction(access, 'read-audit');
+  return listAuditEvents(db, { groupId: access.group.id }, filter, page);
+}
+
+/** The whole of the group's audit log matching `filter`, newest first, a batch at a time. */
+export function groupAuditExport(db: Knex, access: GroupAccess, filter: AuditFilter = {}): AsyncGenerator<AuditRow[]> {
+  requireGroupAction(access, 'read-audit');
+  return auditEventBatches(db, { groupId: access.group.id }, filter);
 }
 
 /** The path of a group by id (where a repeated submission of the new-group form is sent), or undefined once it is gone. */

@@ -307,3 +307,36 @@ function wrongTypeMessage(issue: z.core.$ZodIssueInvalidType, named: string): st
   const ownWords = issue.message.startsWith(`${named} `) && !issue.message.endsWith(' is required');
   return ownWords ? issue.message : `${named} must be ${TYPE_WORDS[issue.expected] ?? `a ${issue.expected}`}`;
 }
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/** A date and time of RFC 3339 (`2025-01-31T09:00:00Z`, `…+09:00`) as the instant it names, or undefined. */
+export function parseRfc3339(value: string): string | undefined {
+  const found = RFC3339.exec(value.toUpperCase());
+  if (!found) return undefined;
+  const [year, month, day, hour] = [Number(found[1]), Number(found[2]), Number(found[3]), Number(found[4])];
+  // Date.parse rolls 31 February over into March and reads 24:00 as the next day.
+  if (new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day || hour > 23) return undefined;
+  // A leap second (:60) is the last second of its minute here.
+  const ms = Date.parse(value.toUpperCase().replace(/^(.{17})60/, '$159'));
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
+}
+
+function instantParam(parameter: string) {
+  const message = `${parameter} must be a date and time of RFC 3339, such as 2025-01-31T09:00:00Z`;
+  return queryParam(parameter, z.string().transform((raw, ctx) => {
+    const instant = parseRfc3339(raw);
+    if (instant === undefined) {
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    }
+    return instant;
+  }).optional());
+}
+
+/** The filters of an audit log: one action's code, and `since` ≤ time < `until`. */
+export const auditQuery = z.object({
+  action: queryParam('action', z.string().regex(/^[a-z][a-z0-9_.-]{0,63}$/, 'action must be the code of an audit action, such as member.add').optional()),
+  since: instantParam('since'),
+  until: instantParam('until'),
+});

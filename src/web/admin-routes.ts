@@ -2,13 +2,14 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
-import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
+import { auditDetails, auditDetailsOf, exportedAuditEvent, presentAuditEvent } from '../presenters/audit.js';
+import { sendNdjson } from '../http/ndjson.js';
 import type { UserRow } from '../db/users.js';
 import { NotFoundError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { isDisabled, isSiteAdmin } from '../policies/site.js';
 import { toIso } from '../time.js';
-import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, sendPasswordReset, siteAuditLog } from '../services/admin.js';
+import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, sendPasswordReset, siteAuditExport, siteAuditLog } from '../services/admin.js';
 import { listPasskeys } from '../services/passkeys.js';
 import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
@@ -190,7 +191,13 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
       tab: 'audit',
       events: items.map((row) => siteAuditEvent(row, lang)),
       pages: pagination(`${BASE}/audit`, page, total),
+      download: `${BASE}/audit/download`,
     });
+  });
+
+  // The whole site log as NDJSON, read a batch at a time.
+  router.get('/audit/download', async (ctx) => {
+    await sendNdjson(ctx, 'audit-site.ndjson', siteAuditExport(db), exportedAuditEvent);
   });
 
   return router;

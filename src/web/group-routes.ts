@@ -4,7 +4,8 @@ import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import type { GroupRow } from '../db/groups.js';
 import { ROLES, VISIBILITY_LEVELS, type Role } from '../vocabulary.js';
-import { auditDetails, auditDetailsOf, presentAuditEvent } from '../presenters/audit.js';
+import { auditDetails, auditDetailsOf, exportedAuditEvent, presentAuditEvent } from '../presenters/audit.js';
+import { sendNdjson } from '../http/ndjson.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { accessOf, groupLoader } from '../http/load-group.js';
 import { parseId } from '../ids.js';
@@ -13,6 +14,7 @@ import { pageLanguage, translateMessage, translator, type Language, type Transla
 import {
   addMember,
   auditLogOf,
+  groupAuditExport,
   changeRole,
   closedForTwoFactor,
   createGroup,
@@ -305,6 +307,12 @@ export function groupRoutes(deps: WebDeps & { provider: Provider }): Router {
     const lang = pageLanguage(ctx);
     const events = (await auditLogOf(db, access)).map((row) => groupAuditEvent(row, lang));
     render(ctx, 'groups/settings/audit', { title: translator(lang)('groups:titles.audit', { group: group.name }), group, tab: 'audit', can: canOf(access.role), events });
+  });
+
+  // Settings: Audit log → Download: the whole log as NDJSON, read a batch at a time.
+  router.get('/groups/:path/settings/audit/download', loadGroup('read-audit'), async (ctx) => {
+    const access = accessOf(ctx);
+    await sendNdjson(ctx, `audit-${access.group.path}.ndjson`, groupAuditExport(db, access), exportedAuditEvent);
   });
 
   // Settings: Delete the group, after a page naming what goes with it and asking for its path.

@@ -5,7 +5,8 @@ import { toIso } from '../time.js';
 import { NotFoundError, type AppError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { presentAccessToken } from '../presenters/access-token.js';
-import { API_SCOPES, isScope, PERSONAL_TOKEN_SCOPES } from '../vocabulary.js';
+import { ADMIN_SCOPE, API_SCOPES, isScope, PERSONAL_TOKEN_SCOPES } from '../vocabulary.js';
+import { isSiteAdmin } from '../policies/site.js';
 import { accessTokensOf, createAccessToken, reportedTokensOf, revokeAccessToken, type NewAccessToken } from '../services/access-tokens.js';
 import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
@@ -33,6 +34,8 @@ const EXPIRATIONS = [
 const DEFAULT_EXPIRATION = '30';
 
 const TOKEN_SCOPES = API_SCOPES.map((scope) => ({ value: scope, description: PERSONAL_TOKEN_SCOPES[scope] }));
+/** A site administrator's choices add `admin` (the service refuses it to anyone else). */
+const ADMIN_TOKEN_SCOPES = [...TOKEN_SCOPES, { value: ADMIN_SCOPE, description: PERSONAL_TOKEN_SCOPES[ADMIN_SCOPE] }];
 
 interface TokenForm {
   name: string;
@@ -136,7 +139,7 @@ export function settingsRoutes(deps: WebDeps & { provider: Provider }, access: A
       title: t('security:tokens.title'),
       tab: 'tokens',
       tokens,
-      scopeChoices: TOKEN_SCOPES,
+      scopeChoices: isSiteAdmin(user) ? ADMIN_TOKEN_SCOPES : TOKEN_SCOPES,
       expirations: EXPIRATIONS,
       form: extra.form ?? { name: '', scopes: [], expiration: DEFAULT_EXPIRATION, groupAccess: 'all', groups: [] },
       groupChoices: myGroups.map((g) => ({ id: String(g.id), name: g.name, path: g.path, maxLifetimeDays: g.personal_token_max_lifetime_days })),

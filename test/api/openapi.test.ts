@@ -1,6 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
+import { setSiteAdmin } from '../../src/services/admin.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember, updateGroupSettings } from '../../src/services/groups.js';
 import { call } from '../helpers/api.js';
@@ -169,6 +170,11 @@ describeEachProfile('API OpenAPI document', (profile) => {
       leftGroupId: number;
       userId: number;
       ownerId: number;
+      /** A site administrator's token with the `admin` scope. */
+      admin: string;
+      adminId: number;
+      /** A user for the administrator to disable and enable. */
+      targetId: number;
     };
 
     before(async () => {
@@ -185,6 +191,8 @@ describeEachProfile('API OpenAPI document', (profile) => {
       const rotating = await makeApp(db, owner.id, foreign.id, { name: 'Rotating' });
       const left = await makeGroup(db, owner.id);
       await addMember(db, await groupAccess(db, owner.id, left.id), { user: user.username, role: 'member' });
+      const siteAdmin = await makeUser(db);
+      await setSiteAdmin(db, { userId: 0, ip: null, admin: true }, siteAdmin, true);
       const capped = await makeGroup(db, user.id);
       await updateGroupSettings(db, await groupAccess(db, user.id, capped.id), { name: capped.name, description: '', visibilityLevel: 'private', personalTokenMaxLifetimeDays: 7 });
       fixture = {
@@ -206,6 +214,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
         leftGroupId: left.id,
         userId: user.id,
         ownerId: owner.id,
+        admin: await personalToken(idp.db, siteAdmin.id, { scopes: ['admin'] }),
+        adminId: siteAdmin.id,
+        targetId: (await makeUser(db)).id,
       };
     });
 
@@ -272,6 +283,21 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'the last owner leaving', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.foreignGroupId}/members/${fixture.ownerId}`, token: () => fixture.owner, status: 409 },
       { name: 'a member removing an owner', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.groupId}/members/${fixture.ownerId}`, token: () => fixture.patNoEmail, status: 403 },
       { name: 'a bad user id', method: 'delete', template: '/groups/{id}/members/{userId}', path: () => `/groups/${fixture.groupId}/members/x`, token: () => fixture.patNoEmail, status: 400 },
+      { name: 'a group’s audit log', method: 'get', template: '/groups/{id}/audit-events', path: () => `/groups/${fixture.foreignGroupId}/audit-events?pageSize=2&action=app.create`, token: () => fixture.owner, status: 200 },
+      { name: 'a bad since', method: 'get', template: '/groups/{id}/audit-events', path: () => `/groups/${fixture.foreignGroupId}/audit-events?since=today`, token: () => fixture.owner, status: 400 },
+      { name: 'a member, not an owner or maintainer', method: 'get', template: '/groups/{id}/audit-events', path: () => `/groups/${fixture.groupId}/audit-events`, token: () => fixture.pat, status: 403 },
+      { name: 'a group of others', method: 'get', template: '/groups/{id}/audit-events', path: () => `/groups/${fixture.foreignGroupId}/audit-events`, token: () => fixture.pat, status: 404 },
+      { name: 'users', method: 'get', template: '/admin/users', path: () => '/admin/users?q=user&pageSize=2', token: () => fixture.admin, status: 200 },
+      { name: 'a token without admin', method: 'get', template: '/admin/users', path: () => '/admin/users', token: () => fixture.pat, status: 403 },
+      { name: 'no token', method: 'get', template: '/admin/users', path: () => '/admin/users', status: 401 },
+      { name: 'a disable', method: 'post', template: '/admin/users/{id}/disable', path: () => `/admin/users/${fixture.targetId}/disable`, token: () => fixture.admin, status: 200 },
+      { name: 'one\'s own account', method: 'post', template: '/admin/users/{id}/disable', path: () => `/admin/users/${fixture.adminId}/disable`, token: () => fixture.admin, status: 409 },
+      { name: 'an unknown user', method: 'post', template: '/admin/users/{id}/disable', path: () => '/admin/users/2147483647/disable', token: () => fixture.admin, status: 404 },
+      { name: 'an enable', method: 'post', template: '/admin/users/{id}/enable', path: () => `/admin/users/${fixture.targetId}/enable`, token: () => fixture.admin, status: 200 },
+      { name: 'a bad id', method: 'post', template: '/admin/users/{id}/enable', path: () => '/admin/users/x/enable', token: () => fixture.admin, status: 400 },
+      { name: 'the site log', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events?action=user.disable&since=2000-01-01T00:00:00Z', token: () => fixture.admin, status: 200 },
+      { name: 'a bad until', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events?until=2000-01-01', token: () => fixture.admin, status: 400 },
+      { name: 'a token without admin', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events', token: () => fixture.owner, status: 403 },
       { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
     ];
 

@@ -287,7 +287,7 @@ describeEachProfile('account settings pages', (profile) => {
 
       it('shows the error by Scopes for a scope that is not offered', async () => {
         const { browser } = await signedInUser();
-        const res = await generate(browser, { name: 'sneaky', scopes: ['groups:read-only', 'admin'] });
+        const res = await generate(browser, { name: 'sneaky', scopes: ['groups:read-only', 'sudo'] });
         expect(res.status).to.equal(400);
         expect(fieldError(res.text, 'scopes')).to.include('Scopes must be among');
       });

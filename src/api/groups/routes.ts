@@ -3,14 +3,16 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteGroup } from '../../services/group-deletion.js';
 import { presentGroup } from '../../presenters/group.js';
-import { groupById, groupsOfUser, leaveGroup, removeMember, updateGroupSettings } from '../../services/groups.js';
+import { groupAuditEvents, groupById, groupsOfUser, leaveGroup, removeMember, updateGroupSettings } from '../../services/groups.js';
+import { exportedAuditEvent } from '../../presenters/audit.js';
+import { auditFilterParams } from '../admin/routes.js';
 import * as rules from '../../services/rules.js';
 import { idParam, jsonObject } from '../params.js';
 import { accessOf } from '../../http/load-group.js';
 import { apiGroupLoader } from '../access.js';
 import { authOf, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
-import { optionalQuery } from '../params.js';
+import { optionalQuery, parseQuery } from '../params.js';
 import { z } from 'zod';
 import { maxLifetimeDays } from '../../policies/token-lifetime.js';
 
@@ -40,6 +42,14 @@ export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; 
   router.get('/groups/:id', readOnly, loadGroup('read'), (ctx) => {
     const { group, role } = accessOf(ctx);
     ctx.body = { data: presentGroup(group, role!) };
+  });
+
+  // The group's audit log, as its Audit log page shows it (owners and maintainers).
+  router.get('/groups/:id/audit-events', readOnly, loadGroup('read-audit'), async (ctx) => {
+    const page = parsePage(ctx);
+    const filter = parseQuery(ctx, rules.auditQuery);
+    const { total, items } = await groupAuditEvents(deps.db, accessOf(ctx), filter, page);
+    sendPage(ctx, deps.issuer, page, { total, items: items.map(exportedAuditEvent) }, auditFilterParams(ctx));
   });
 
   // Owners only: fields left out keep their value.
