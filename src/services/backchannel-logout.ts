@@ -46,5 +46,6 @@ export function sendLogoutTokens(provider: Provider, session: EndedSession | und
       emit('backchannel.error', undefined, err, client, accountId, sid);
     }
   });
-  return Promise.all(deliveries).then(() => undefined);
+  // A listener that throws must not become an unhandled rejection of a sign-out's background work.
+  return Promise.all(deliveries).then(() => undefined, () => undefined);
 }
