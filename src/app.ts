@@ -22,6 +22,7 @@ import { isStorageOutage, outageStore } from './storage.js';
 import { requestMetrics } from './edge/request-metrics.js';
 import { VIEWS } from './paths.js';
 import { createProvider } from './provider/index.js';
+import { watchBackchannelLogout } from './provider/backchannel-logout.js';
 import { loadOrCreateKeys } from './provider/keys.js';
 import { watchSigningKeys } from './provider/signing-key-watch.js';
 import { keyCipher } from './key-encryption.js';
@@ -164,6 +165,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     onError: (err) => onFault(err),
   });
   if (prometheus) countProviderTokens(provider, metrics);
+  // Every back-channel logout delivery, the provider's and the service's, logged when it fails and counted.
+  watchBackchannelLogout(provider, metrics, logger);
   // Rotated and retired signing keys reach this instance without a restart.
   const signingKeys = watchSigningKeys({ provider, db, cipher, keys: keys.signing, log: logger });
 

@@ -69,6 +69,8 @@ export interface Metrics {
   /** A request refused by the abuse limit of this name (`signin-ip`, `api-token`, …). */
   rateLimited(limit: string): void;
   storageError(store: StoreName): void;
+  /** A back-channel logout token delivered to an application, or not (refused, unreachable, timed out). */
+  backchannelLogout(result: 'delivered' | 'failed'): void;
 }
 
 /** When no metrics listener is configured: counting costs nothing. */
@@ -79,6 +81,7 @@ export const noMetrics: Metrics = {
   upstreamSignIn() {},
   rateLimited() {},
   storageError() {},
+  backchannelLogout() {},
 };
 
 /** The password-hashing queue's load, read at each scrape. */
@@ -133,6 +136,8 @@ export class PrometheusMetrics implements Metrics {
 
   private readonly storageErrors = this.counter('idp_storage_errors_total', 'Storage outages met while answering (each one a 503) or in background work, by store (database, redis).', 'store');
 
+  private readonly backchannelLogouts = this.counter('idp_backchannel_logouts_total', 'Back-channel logout tokens sent to applications, by result (delivered, failed).', 'result');
+
   constructor() {
     const load = () => this.kdfLoad();
     new Gauge({
@@ -179,6 +184,10 @@ export class PrometheusMetrics implements Metrics {
 
   storageError(store: StoreName): void {
     this.storageErrors.inc({ store });
+  }
+
+  backchannelLogout(result: 'delivered' | 'failed'): void {
+    this.backchannelLogouts.inc({ result });
   }
 
   /** The hashing queue whose load the gauges report. */

@@ -23,6 +23,7 @@ const FLAG_OF_FIELD: Record<string, string> = {
   homepageURL: '--homepage-url',
   callbackURL: '--callback-url',
   signOutRedirectURLs: '--sign-out-url',
+  backchannelLogoutURL: '--backchannel-logout-url',
   scopes: '--scope',
   'scopes.0': '--scope',
   'scopes.1': '--scope',

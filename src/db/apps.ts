@@ -17,6 +17,8 @@ export interface AppRow {
   device_flow: boolean | number;
   /** Its authorization requests must be pushed first (RFC 9126); 0 or 1 on SQLite. */
   require_pushed_authorization_requests: boolean | number;
+  /** Where logout tokens are POSTed (Back-Channel Logout 1.0); null for none. */
+  backchannel_logout_uri: string | null;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -95,7 +97,9 @@ export async function insertApp(
 export async function updateApp(
   db: Knex,
   id: number,
-  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls' | 'device_flow' | 'require_pushed_authorization_requests'> & { at: string },
+  fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls' | 'device_flow' | 'require_pushed_authorization_requests'>
+    & Partial<Pick<AppRow, 'backchannel_logout_uri'>>
+    & { at: string },
 ): Promise<void> {
   const { at, ...rest } = fields;
   await db('oauth_apps').where({ id }).update({ ...rest, updated_at: at });

@@ -54,6 +54,9 @@ export function createClientAdapter(db: Knex): Adapter {
         response_types: ['code'],
         require_pushed_authorization_requests: Boolean(app.require_pushed_authorization_requests),
         id_token_signed_response_alg: 'RS256',
+        // Back-Channel Logout 1.0: logout tokens go here when a session of the application ends;
+        // they always carry the session's sid, so the application ends that session only.
+        ...(app.backchannel_logout_uri ? { backchannel_logout_uri: app.backchannel_logout_uri, backchannel_logout_session_required: true } : {}),
         secret_digests: secrets.map((s) => `${s.id}:${s.digest}`),
         group_id: app.group_id,
       } as AdapterPayload;

@@ -5,6 +5,7 @@ import { cookieNames } from '../cookie-names.js';
 import { findUserGrant } from '../db/grants.js';
 import { ACR_VALUES, SCOPES, TTL } from '../vocabulary.js';
 import { accountFinder, type IdpAccount } from './accounts.js';
+import { outgoingFetch } from './backchannel-logout.js';
 import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
@@ -155,7 +156,13 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       // invalid_target since no resource server is configured. Off until resources are: the
       // parameter is then ignored, as RFC 8707 asks of a server that does not support it.
       resourceIndicators: { enabled: false },
+      // OpenID Connect Back-Channel Logout 1.0 for applications with a back-channel logout URL
+      // (clients.ts): logout tokens on the provider's own logout, and on the service's ways of
+      // ending sessions (backchannel-logout.ts).
+      backchannelLogout: { enabled: true },
     },
+    // The library's outgoing requests: a loopback logout URL is reached outside production (backchannel-logout.ts).
+    fetch: outgoingFetch(config.env === 'production') as Configuration['fetch'],
     // Tokens of a third-party server outlive the browser session that created them.
     expiresWithSession: async () => false,
     // A refresh token with every authorization code exchange, without asking for offline_access.

@@ -106,6 +106,7 @@ export async function createApplication(
       client_type: data.type,
       device_flow: data.deviceFlow,
       require_pushed_authorization_requests: data.requirePushedAuthorizationRequests,
+      backchannel_logout_uri: data.backchannelLogoutURL,
       created_by: auditActorId(actor),
       at,
     });
@@ -139,16 +140,20 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
     sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
     device_flow: data.deviceFlow ?? Boolean(app.device_flow),
     require_pushed_authorization_requests: data.requirePushedAuthorizationRequests ?? Boolean(app.require_pushed_authorization_requests),
+    // Back-channel logout: undefined keeps the URL, null (or '') removes it.
+    backchannel_logout_uri: data.backchannelLogoutURL === undefined ? app.backchannel_logout_uri ?? null : data.backchannelLogoutURL,
   };
   const at = now();
   const changes = changedFields(
     {
       name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app),
       deviceFlow: Boolean(app.device_flow), requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
+      backchannelLogoutURL: app.backchannel_logout_uri ?? null,
     },
     {
       name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields),
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
+      backchannelLogoutURL: fields.backchannel_logout_uri,
     },
   );
   // A save that changes nothing writes nothing: no audit row, and updatedAt stays.

@@ -167,6 +167,28 @@ const requirePushedAuthorizationRequests = z
     'Require pushed authorization requests (RFC 9126): an authorization request is taken only as a `request_uri` from `POST /login/oauth/par`; a plain one is refused. Off by default.',
   );
 
+// Back-channel logout (OpenID Connect Back-Channel Logout 1.0).
+
+/**
+ * Where logout tokens are POSTed when a session the application signed in through ends: the
+ * callback's rules (https; http only on the loopback names), and no fragment (the specification's
+ * rule). An empty string or null is none.
+ */
+const backchannelLogoutURL = z
+  .string({ error: 'backchannelLogoutURL must be a URL, an empty string or null' })
+  .trim()
+  .max(MAX_URL_LENGTH, `backchannelLogoutURL must be at most ${MAX_URL_LENGTH} characters`)
+  .superRefine((v, ctx) => {
+    const problem = v === '' ? undefined : redirectUrlProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: `backchannelLogoutURL ${problem}` });
+  })
+  .transform((v) => v || null)
+  .nullable()
+  .describe(
+    'Back-channel logout URL (OpenID Connect Back-Channel Logout 1.0): when a session the application signed a person in through ends (signing out, signing out other sessions, an administrator disabling the account, a password reset, account deletion, RP-initiated logout), the service POSTs a signed `logout_token` (with `sub` and `sid`) here. https, or http only for localhost, 127.0.0.1 or [::1]; no fragment. Null or an empty string for none (the default).',
+  )
+  .meta({ format: 'uri' });
+
 /** The fields of an application, without the rules that tie one to another. */
 const applicationFields = z.strictObject({
   name,
@@ -177,6 +199,7 @@ const applicationFields = z.strictObject({
   type: clientType.default('confidential'),
   deviceFlow: deviceFlow.default(false),
   requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.default(false),
+  backchannelLogoutURL: backchannelLogoutURL.default(null),
 });
 
 /** A new OAuth application; an unknown field is an error. A public one's callback is not on localhost. */
@@ -199,6 +222,7 @@ export const applicationChanges = applicationFields
     signOutRedirectURLs: signOutRedirectURLs.optional(),
     deviceFlow: deviceFlow.optional(),
     requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.optional(),
+    backchannelLogoutURL: backchannelLogoutURL.optional(),
   });
 
 /** A new client secret takes no options: an empty body, or `{}`. */

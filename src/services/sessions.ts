@@ -11,6 +11,7 @@ import {
   type SessionIndexRow,
 } from '../db/sessions.js';
 import { NotFoundError } from '../errors.js';
+import { sendLogoutTokens } from './backchannel-logout.js';
 import type { Language } from '../i18n.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now, toIso } from '../time.js';
@@ -121,19 +122,31 @@ function sessionStore(provider: Provider): SessionStore {
   return adapter as SessionStore;
 }
 
-/** Whether the store still holds this session, signed in as this user. */
-async function isLive(provider: Provider, userId: number, uid: string): Promise<boolean> {
+/** The session the store holds under this uid, when it is signed in as this user. */
+async function liveSession(provider: Provider, userId: number, uid: string) {
   const session = await provider.Session.findByUid(uid);
-  return session?.accountId === String(userId);
+  return session?.accountId === String(userId) ? session : undefined;
 }
 
-/** Removes sessions from the store (those still signed in as this user) and then their rows. */
+/** Whether the store still holds this session, signed in as this user. */
+async function isLive(provider: Provider, userId: number, uid: string): Promise<boolean> {
+  return (await liveSession(provider, userId, uid)) !== undefined;
+}
+
+/**
+ * Removes sessions from the store (those still signed in as this user) and then their rows; then
+ * tells the applications each one signed in to, in the background (back-channel logout).
+ */
 async function destroySessions(deps: SessionDeps, userId: number, uids: string[]): Promise<void> {
   const store = sessionStore(deps.provider);
-  await Promise.all(uids.map(async (uid) => {
-    if (await isLive(deps.provider, userId, uid)) await store.destroyByUid(uid);
+  const ended = await Promise.all(uids.map(async (uid) => {
+    const session = await liveSession(deps.provider, userId, uid);
+    if (!session) return undefined;
+    await store.destroyByUid(uid);
+    return session;
   }));
   await deleteSessionIndex(deps.db, uids);
+  for (const session of ended) if (session) void sendLogoutTokens(deps.provider, session);
 }
 
 /**

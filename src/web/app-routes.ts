@@ -35,11 +35,18 @@ import { render } from './render.js';
 type Ctx = Context;
 
 /** An application's fields with the labels people know from GitHub, and the sign-out URLs; the form field names are the API's. */
-const FIELDS = ['name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs'] as const;
+const FIELDS = [
+  'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs',
+  // Back-channel logout: one URL, an empty box for none.
+  'backchannelLogoutURL',
+] as const;
 /** The two switches, checkboxes: an unchecked one sends nothing, which is off. */
 const SWITCHES = ['deviceFlow', 'requirePushedAuthorizationRequests'] as const;
 type AppForm = Record<(typeof FIELDS)[number], string> & Record<(typeof SWITCHES)[number], boolean>;
-const EMPTY_FORM: AppForm = { name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '', deviceFlow: false, requirePushedAuthorizationRequests: false };
+const EMPTY_FORM: AppForm = {
+  name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '', deviceFlow: false, requirePushedAuthorizationRequests: false,
+  backchannelLogoutURL: '',
+};
 
 /** The notices of `?notice=`, each a sentence of `apps:notices` (locales/<language>/apps.json). */
 const NOTICES: Record<string, string> = {
@@ -116,6 +123,7 @@ function formOf(app: AppRow): AppForm {
     signOutRedirectURLs: signOutUrlsOf(app).join('\n'),
     deviceFlow: Boolean(app.device_flow),
     requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
+    backchannelLogoutURL: app.backchannel_logout_uri ?? '',
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
+import { sendLogoutTokens } from '../services/backchannel-logout.js';
 import type { SessionIndex } from '../services/sessions.js';
 import { acrOf, TTL } from '../vocabulary.js';
 
@@ -109,8 +110,10 @@ export class SiteSessions {
     this.cookies(ctx).set(this.provider.cookieName('session'), null, this.cookieOptions);
   }
 
+  /** Ends a session, then tells the applications it signed in to, in the background (back-channel logout). */
   private async destroy(session: StoredSession): Promise<void> {
     await session.destroy();
     await this.index.forget(session.uid);
+    void sendLogoutTokens(this.provider, session);
   }
 }
