@@ -106,6 +106,7 @@ export async function createApplication(
       client_type: data.type,
       device_flow: data.deviceFlow,
       require_pushed_authorization_requests: data.requirePushedAuthorizationRequests,
+      allow_client_credentials: data.clientCredentials,
       created_by: auditActorId(actor),
       at,
     });
@@ -131,6 +132,9 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
   const data = rules.parse(rules.applicationChanges, input);
   const publicProblem = data.callbackURL !== undefined && isPublic(app) ? rules.publicCallbackProblem(data.callbackURL) : undefined;
   if (publicProblem) throw rules.invalidFields([{ field: 'callbackURL', problem: problemOf('callbackURL', publicProblem), message: publicProblem }]);
+  if (data.clientCredentials && isPublic(app)) {
+    throw rules.invalidFields([{ field: 'clientCredentials', problem: problemOf('clientCredentials', rules.PUBLIC_CLIENT_CREDENTIALS), message: rules.PUBLIC_CLIENT_CREDENTIALS }]);
+  }
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
@@ -139,16 +143,19 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
     sign_out_urls: data.signOutRedirectURLs ? apps.storedSignOutUrls(data.signOutRedirectURLs) : app.sign_out_urls,
     device_flow: data.deviceFlow ?? Boolean(app.device_flow),
     require_pushed_authorization_requests: data.requirePushedAuthorizationRequests ?? Boolean(app.require_pushed_authorization_requests),
+    allow_client_credentials: data.clientCredentials ?? Boolean(app.allow_client_credentials),
   };
   const at = now();
   const changes = changedFields(
     {
       name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app),
       deviceFlow: Boolean(app.device_flow), requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
+      clientCredentials: Boolean(app.allow_client_credentials),
     },
     {
       name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields),
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
+      clientCredentials: fields.allow_client_credentials,
     },
   );
   // A save that changes nothing writes nothing: no audit row, and updatedAt stays.

@@ -167,6 +167,15 @@ const requirePushedAuthorizationRequests = z
     'Require pushed authorization requests (RFC 9126): an authorization request is taken only as a `request_uri` from `POST /login/oauth/par`; a plain one is refused. Off by default.',
   );
 
+const clientCredentials = z
+  .boolean({ error: 'clientCredentials must be true or false' })
+  .describe(
+    'Allow the application to act as itself: it may use the client credentials grant (RFC 6749 §4.4, `grant_type=client_credentials` with its client ID and secret) for an `ho_` token with no user, which reaches only its own group in this API (`groups:read-only`, or `groups:read-write` when it asks). Confidential applications only. Off by default; while off, the token endpoint answers `unauthorized_client`.',
+  );
+
+/** Why a public application cannot act as itself. */
+export const PUBLIC_CLIENT_CREDENTIALS = 'clientCredentials cannot be on for a public application: it has no client secret to authenticate with';
+
 /** The fields of an application, without the rules that tie one to another. */
 const applicationFields = z.strictObject({
   name,
@@ -177,12 +186,14 @@ const applicationFields = z.strictObject({
   type: clientType.default('confidential'),
   deviceFlow: deviceFlow.default(false),
   requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.default(false),
+  clientCredentials: clientCredentials.default(false),
 });
 
 /** A new OAuth application; an unknown field is an error. A public one's callback is not on localhost. */
 export const newApplication = applicationFields.superRefine((app, ctx) => {
   const problem = app.type === 'public' ? publicCallbackProblem(app.callbackURL) : undefined;
   if (problem) ctx.addIssue({ code: 'custom', path: ['callbackURL'], message: problem });
+  if (app.type === 'public' && app.clientCredentials) ctx.addIssue({ code: 'custom', path: ['clientCredentials'], message: PUBLIC_CLIENT_CREDENTIALS });
 });
 
 /**
@@ -199,6 +210,7 @@ export const applicationChanges = applicationFields
     signOutRedirectURLs: signOutRedirectURLs.optional(),
     deviceFlow: deviceFlow.optional(),
     requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.optional(),
+    clientCredentials: clientCredentials.optional(),
   });
 
 /** A new client secret takes no options: an empty body, or `{}`. */

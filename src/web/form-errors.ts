@@ -20,6 +20,7 @@ export const LABELS = {
     type: 'Application type',
     deviceFlow: 'Enable Device Flow',
     requirePushedAuthorizationRequests: 'Require pushed authorization requests',
+    clientCredentials: 'Allow the application to act as itself',
   },
   token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration', groups: 'Groups' },
   profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },
