@@ -102,7 +102,10 @@ function filteredAudit(db: Knex, log: AuditLog, filter: AuditFilter) {
   return q;
 }
 
-const EVENT_COLUMNS = ['a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username'];
+const EVENT_COLUMNS = [
+  'a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username',
+  'a.actor_client_id',
+];
 
 /** A page of a log's events matching `filter`, newest first, with the total. */
 export async function listAuditEvents(

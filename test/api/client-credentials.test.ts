@@ -106,6 +106,11 @@ describeEachProfile('Applications acting as themselves (client credentials)', (p
     const row = await idp.db('audit_events').where({ group_id: group.id, action: 'member.remove' }).first();
     expect(row).to.deep.include({ actor_id: null, actor_client_id: app.clientId, target: member.username });
 
+    // The group's audit events in the API name it too, and the application (a maintainer) reads them.
+    const events = await api(tokens.access_token, 'GET', `/groups/${group.id}/audit-events?action=member.remove`);
+    expect(events.status, events.text).to.equal(200);
+    expect(events.body.data.items[0]).to.include({ actor: null, actorApplication: app.clientId, target: member.username });
+
     const browser = await signIn(idp.url, owner);
     const page = await browser.get(`/groups/${group.path}/settings/audit`).expect(200);
     const who = /<tr data-testid="audit-row">[\s\S]*?<td[^>]*>[\s\S]*?<\/td>\s*<td[^>]*>([^<]*)<\/td>/.exec(page.text)?.[1];
