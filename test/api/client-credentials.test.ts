@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import type { GroupRow } from '../../src/db/groups.js';
+import { translator, type Language } from '../../src/i18n.js';
 import { generateClientSecret, revokeClientSecret, updateApplication } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
 import { isWellFormedToken } from '../../src/tokens.js';
 import { call, expectApiError, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
-import { signIn } from '../helpers/browser.js';
+import { Browser, signIn } from '../helpers/browser.js';
 import { appAccess, CALLBACK, groupAccess, makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
 import { fieldError, unescapeHtml } from '../helpers/html.js';
 
@@ -185,6 +186,22 @@ describeEachProfile('Applications acting as themselves (client credentials)', (p
       }).expect(400);
       expect(fieldError(refused.text, 'clientCredentials')).to.equal('Allow the application to act as itself cannot be on for a public application: it has no client secret to authenticate with');
       expect(await idp.db('oauth_apps').where({ name: 'Phone App' }).first()).to.equal(undefined);
+
+      // The box, its hint and its error in the page's language.
+      for (const lang of ['de', 'ja'] as Language[]) {
+        const t = translator(lang);
+        const reader = await signIn(new Browser(idp.url, { headers: { 'accept-language': lang } }), owner);
+        const newForm = await reader.get(`/groups/${group.path}/settings/developer/apps/new`).expect(200);
+        expect(unescapeHtml(newForm.text)).to.include(t('apps:hints.clientCredentials'));
+        const wrong = await reader.fill(newForm, '/apps', {
+          [t('apps:labels.name')]: 'Phone App',
+          [t('apps:labels.homepageURL')]: 'https://phone.example.test',
+          [t('apps:labels.callbackURL')]: CALLBACK,
+          [t('apps:types.public')]: 'checked',
+          [t('apps:labels.clientCredentials')]: 'checked',
+        }).expect(400);
+        expect(fieldError(wrong.text, 'clientCredentials')).to.equal(t('messages-apps:clientCredentialsPublic'));
+      }
     });
   });
 });
