@@ -127,6 +127,18 @@ describeEachProfile('Applications acting as themselves (client credentials)', (p
     expect(isWellFormedToken((await grant(app.clientId, next.secret)).access_token, 'ho_')).to.equal(true);
   });
 
+  it('ends a token reported as leaked, and says so in the group\'s log', async () => {
+    const { group, app } = await setting();
+    const tokens = await grant(app.clientId, app.clientSecret);
+    const report = await call(idp, '/apis/v2/credentials/revoke', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ credentials: [tokens.access_token] }),
+    });
+    expect(report.status, report.text).to.equal(202);
+    expectInvalidToken(idp, await api(tokens.access_token, 'GET', `/groups/${group.id}`));
+    const row = await idp.db('audit_events').where({ group_id: group.id, action: 'app.token.report.revoke' }).first();
+    expect(JSON.parse(row.details)).to.deep.equal({ token: 'access token' });
+  });
+
   it('ends the tokens it gave once the owners turn it off, and then refuses the grant', async () => {
     const { owner, group, app } = await setting();
     const tokens = await grant(app.clientId, app.clientSecret);
