@@ -98,6 +98,8 @@ export function knownScopes(value: string): string | undefined {
 export const TTL = {
   AuthorizationCode: 600,
   AccessToken: 3600,
+  /** An application's token for itself (client credentials grant): an hour, as an access token. */
+  ClientCredentials: 3600,
   IdToken: 3600,
   RefreshToken: 30 * DAY,
   Interaction: 60 * 60,

@@ -10,7 +10,12 @@ import { idParam } from './params.js';
 /** The API acts as the token's user. */
 export function apiActor(ctx: Context): Actor {
   const auth = authOf(ctx);
-  return { userId: auth.userId, ip: ctx.ip || null, ...(auth.personal ? { token: auth.personal } : {}) };
+  return {
+    userId: auth.userId,
+    ip: ctx.ip || null,
+    ...(auth.personal ? { token: auth.personal } : {}),
+    ...(auth.application ? { application: auth.application } : {}),
+  };
 }
 
 /**

@@ -221,7 +221,7 @@ export function openApiDocument(issuer: string) {
         get: {
           operationId: 'listGroups',
           summary: 'The groups the token\'s user is a member of',
-          description: 'Scope `groups:read-only` (or `groups:read-write`). Ascending `id`. Sends an RFC 8288 `Link` header with first, prev, next and last.',
+          description: 'Scope `groups:read-only` (or `groups:read-write`). Ascending `id`. Sends an RFC 8288 `Link` header with first, prev, next and last. With a token an application got for itself (client credentials grant), its own group only, with the role `maintainer`.',
           parameters: [
             ...pageParams,
             parameter('filter', 'query', rules.queryText('filter', rules.MAX_FILTER_LENGTH), `Case-insensitive match on name or path. ${controlCharacterRule('filter')}`),
@@ -504,6 +504,7 @@ export function openApiDocument(issuer: string) {
           responses: {
             200: jsonResponse('The user', data(User)),
             401: authErrors[401],
+            403: errorResponse('The token was issued to an application acting as itself (client credentials grant): it has no user (`no_user`)'),
           },
         },
       },

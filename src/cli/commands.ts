@@ -191,13 +191,14 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
     deviceFlow: flags.has('device-flow'),
     requirePushedAuthorizationRequests: flags.has('require-par'),
     backchannelLogoutURL: flags.string('backchannel-logout-url') ?? null,
+    clientCredentials: flags.has('client-credentials'),
   });
   return {
     json: presentApp(app, { secret: secret?.secret }),
     text: [
       `created ${app.client_type} application "${app.name}" in ${group.path}`,
       `clientID:     ${app.client_id}`,
-      ...(app.device_flow || app.require_pushed_authorization_requests || app.backchannel_logout_uri ? [switchesText(app)] : []),
+      ...(app.device_flow || app.require_pushed_authorization_requests || app.allow_client_credentials || app.backchannel_logout_uri ? [switchesText(app)] : []),
       ...(secret
         ? [`clientSecret: ${secret.secret}`, 'Copy the client secret now: it will not be shown again.']
         : ['A public application has no client secret: its authorization requests must carry a PKCE code_challenge (S256).']),
@@ -215,10 +216,11 @@ function switchFlag(flags: Flags, name: string): boolean | undefined {
 }
 
 /** The application's settings after a change, as a person reads them. */
-function switchesText(app: { device_flow: boolean | number; require_pushed_authorization_requests: boolean | number; backchannel_logout_uri?: string | null }): string {
+function switchesText(app: { device_flow: boolean | number; require_pushed_authorization_requests: boolean | number; allow_client_credentials: boolean | number; backchannel_logout_uri?: string | null }): string {
   return [
     `device flow:                       ${app.device_flow ? 'enabled' : 'disabled'}`,
     `pushed authorization requests:     ${app.require_pushed_authorization_requests ? 'required' : 'not required'}`,
+    `client credentials grant:          ${app.allow_client_credentials ? 'allowed' : 'not allowed'}`,
     `back-channel logout URL:           ${app.backchannel_logout_uri || 'none'}`,
   ].join('\n');
 }
@@ -228,11 +230,12 @@ async function appUpdate({ config, db, flags }: CommandContext): Promise<Command
   const changes = {
     deviceFlow: switchFlag(flags, 'device-flow'),
     requirePushedAuthorizationRequests: switchFlag(flags, 'require-par'),
+    clientCredentials: switchFlag(flags, 'client-credentials'),
     // Back-channel logout: a URL, or '' to remove it.
     backchannelLogoutURL: flags.string('backchannel-logout-url'),
   };
   if (Object.values(changes).every((value) => value === undefined)) {
-    throw new UsageError('nothing to change: give --device-flow, --no-device-flow, --require-par, --no-require-par or --backchannel-logout-url');
+    throw new UsageError('nothing to change: give --device-flow, --no-device-flow, --require-par, --no-require-par, --client-credentials, --no-client-credentials or --backchannel-logout-url');
   }
   // Without the token storage (oidc-provider is heavy, and warns as it loads on an older Node.js):
   // only an edit of the callback URL, which this command does not make, ends grants.
@@ -424,19 +427,19 @@ export const commands: Command[] = [
   },
   {
     name: 'app create',
-    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]… [--public] [--device-flow] [--require-par] [--backchannel-logout-url URL]',
-    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL. --public: a native or single-page application, with no secret and PKCE required. --device-flow: Enable Device Flow (the device authorization grant). --require-par: Require pushed authorization requests. --backchannel-logout-url: where signed logout tokens are POSTed when a session of the application ends.',
+    usage: '--group P --name N --homepage-url URL --callback-url URL [--description D] [--sign-out-url URL]… [--public] [--device-flow] [--require-par] [--client-credentials] [--backchannel-logout-url URL]',
+    summary: 'Create an OAuth application of the group at path P; prints its client secret once. Repeat --sign-out-url for each sign-out redirect URL. --public: a native or single-page application, with no secret and PKCE required. --device-flow: Enable Device Flow (the device authorization grant). --require-par: Require pushed authorization requests. --client-credentials: Allow the application to act as itself (the client credentials grant, for its own group only; not for --public).',
     strings: ['group', 'name', 'homepage-url', 'callback-url', 'description', 'backchannel-logout-url'],
-    booleans: ['public', 'device-flow', 'require-par'],
+    booleans: ['public', 'device-flow', 'require-par', 'client-credentials'],
     lists: ['sign-out-url'],
     run: appCreate,
   },
   {
     name: 'app update',
-    usage: '<client-id> [--device-flow | --no-device-flow] [--require-par | --no-require-par] [--backchannel-logout-url URL]',
-    summary: 'Change the settings of the application with that client ID: Enable Device Flow on or off, Require pushed authorization requests on or off, the back-channel logout URL (an empty one removes it). A setting not named stays as it is.',
+    usage: '<client-id> [--device-flow | --no-device-flow] [--require-par | --no-require-par] [--client-credentials | --no-client-credentials] [--backchannel-logout-url URL]',
+    summary: 'Change the settings of the application with that client ID: Enable Device Flow on or off, Require pushed authorization requests on or off, Allow the application to act as itself on or off, the back-channel logout URL (an empty one removes it). A setting not named stays as it is.',
     strings: ['backchannel-logout-url'],
-    booleans: ['device-flow', 'no-device-flow', 'require-par', 'no-require-par'],
+    booleans: ['device-flow', 'no-device-flow', 'require-par', 'no-require-par', 'client-credentials', 'no-client-credentials'],
     argument: 'client-id',
     run: appUpdate,
   },

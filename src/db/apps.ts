@@ -19,6 +19,8 @@ export interface AppRow {
   require_pushed_authorization_requests: boolean | number;
   /** Where logout tokens are POSTed (Back-Channel Logout 1.0); null for none. */
   backchannel_logout_uri: string | null;
+  /** May act as itself with the client credentials grant (confidential only); 0 or 1 on SQLite. */
+  allow_client_credentials: boolean | number;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -64,6 +66,15 @@ export async function oauthPartiesActive(db: Knex, clientId: string, userId: num
   return (await db('oauth_apps').where({ client_id: clientId }).whereExists(activeUser).first(db.raw('1 as found'))) !== undefined;
 }
 
+/**
+ * The group of an application that may still act as itself (it exists and still allows the
+ * client credentials grant), or undefined: checked on every API call made with such a token.
+ */
+export async function groupOfActingApplication(db: Knex, clientId: string): Promise<number | undefined> {
+  const row = await db('oauth_apps').where({ client_id: clientId, allow_client_credentials: true }).first('group_id');
+  return row ? Number((row as { group_id: number }).group_id) : undefined;
+}
+
 /** The client and its secrets' digests in one round trip: what the token endpoint authenticates against. */
 export async function findClientWithSecrets(
   db: Knex,
@@ -99,6 +110,7 @@ export async function updateApp(
   id: number,
   fields: Pick<AppRow, 'name' | 'homepage_url' | 'description' | 'callback_url' | 'sign_out_urls' | 'device_flow' | 'require_pushed_authorization_requests'>
     & Partial<Pick<AppRow, 'backchannel_logout_uri'>>
+    & Partial<Pick<AppRow, 'allow_client_credentials'>>
     & { at: string },
 ): Promise<void> {
   const { at, ...rest } = fields;

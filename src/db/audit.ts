@@ -22,6 +22,8 @@ export interface AuditEvent {
   /** An event of a user's own account, shown to them (with no group). */
   userId?: number | null;
   actorId: number | null;
+  /** The application that acted as itself (client credentials), when no user did. */
+  actorClientId?: string | null;
   action: AuditAction;
   target: string;
   details?: Record<string, unknown>;
@@ -38,6 +40,9 @@ export interface AuditRow {
   actor_username: string | null;
   /** The actor deleted their account since (actor_username is then null). */
   actor_deleted: boolean | number;
+  /** The application that acted as itself, and its name while it exists (see `listAudit`). */
+  actor_client_id?: string | null;
+  actor_app_name?: string | null;
 }
 
 /** Written in the same transaction as the change it records: no change without its trace. */
@@ -46,6 +51,7 @@ export async function recordAudit(db: Knex, event: AuditEvent, at: string): Prom
     group_id: event.groupId,
     user_id: event.userId ?? null,
     actor_id: event.actorId,
+    ...(event.actorClientId ? { actor_client_id: event.actorClientId } : {}),
     action: event.action,
     target: event.target,
     details: JSON.stringify(event.details ?? {}),
@@ -58,8 +64,9 @@ export async function recordAudit(db: Knex, event: AuditEvent, at: string): Prom
 export function listAudit(db: Knex, groupId: number, limit = 200): Promise<AuditRow[]> {
   return db('audit_events as a')
     .leftJoin('users as u', 'u.id', 'a.actor_id')
+    .leftJoin('oauth_apps as actor_app', 'actor_app.client_id', 'a.actor_client_id')
     .where('a.group_id', groupId)
-    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username')
+    .select('a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username', 'a.actor_client_id', 'actor_app.name as actor_app_name')
     .orderBy('a.id', 'desc')
     .limit(limit);
 }
@@ -95,7 +102,10 @@ function filteredAudit(db: Knex, log: AuditLog, filter: AuditFilter) {
   return q;
 }
 
-const EVENT_COLUMNS = ['a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username'];
+const EVENT_COLUMNS = [
+  'a.id', 'a.action', 'a.target', 'a.details', 'a.ip', 'a.created_at', 'a.actor_deleted', 'u.username as actor_username',
+  'a.actor_client_id',
+];
 
 /** A page of a log's events matching `filter`, newest first, with the total. */
 export async function listAuditEvents(

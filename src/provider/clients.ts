@@ -20,6 +20,8 @@ const PLACEHOLDER_SECRET = randomBytes(32).toString('base64url');
 const CODE_GRANTS = ['authorization_code', 'refresh_token'];
 /** RFC 8628's grant type, which an application opts into (Enable Device Flow). */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 6749 §4.4: a confidential application acting as itself, which it opts into. */
+export const CLIENT_CREDENTIALS_GRANT = 'client_credentials';
 
 export function createClientAdapter(db: Knex): Adapter {
   const unsupported = async (): Promise<never> => {
@@ -50,7 +52,12 @@ export function createClientAdapter(db: Knex): Adapter {
         post_logout_redirect_uris: signOutUrlsOf(app),
         // The device grant only for an application that enabled it: without it, the device
         // authorization endpoint answers unauthorized_client (the library's grant type check).
-        grant_types: app.device_flow ? [...CODE_GRANTS, DEVICE_CODE_GRANT] : CODE_GRANTS,
+        grant_types: [
+          ...CODE_GRANTS,
+          ...(app.device_flow ? [DEVICE_CODE_GRANT] : []),
+          // Only a confidential application that allows it: without it, unauthorized_client.
+          ...(app.allow_client_credentials && app.client_type !== 'public' ? [CLIENT_CREDENTIALS_GRANT] : []),
+        ],
         response_types: ['code'],
         require_pushed_authorization_requests: Boolean(app.require_pushed_authorization_requests),
         id_token_signed_response_alg: 'RS256',

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { DEFAULT_SCOPE, isScope, knownScopes, splitScopes } from '../vocabulary.js';
+import { API_SCOPES, DEFAULT_SCOPE, isScope, knownScopes, splitScopes } from '../vocabulary.js';
 import { FORM, parsedForm, setParsedForm, type FormParams } from './forms.js';
 
 /**
@@ -136,10 +136,61 @@ export function tokenParametersInQuery(tokenPath: string) {
       const params = mergeParams(form, ctx.query as FormParams);
       params.grant_type ??= 'authorization_code';
       refreshScope(params);
+      const refused = clientCredentialsScope(params);
+      if (refused) {
+        ctx.status = 400;
+        ctx.set('Cache-Control', 'no-store');
+        ctx.body = { error: 'invalid_scope', error_description: refused };
+        return;
+      }
       setParsedForm(ctx, params);
     }
     await next();
   };
+}
+
+/**
+ * A grant the application may not use is `unauthorized_client` (RFC 6749 §5.2: "not authorized
+ * to use this authorization grant type"); the library answers it at the token endpoint as
+ * `invalid_request`. For the client credentials grant, the description says how to allow it.
+ */
+export function grantTypeRefusalAsUnauthorizedClient(tokenPath: string) {
+  return async function unauthorizedGrantType(ctx: Context, next: Next): Promise<void> {
+    await next();
+    if (ctx.path !== tokenPath || ctx.status !== 400 || !ctx.body || typeof ctx.body !== 'object') return;
+    const body = ctx.body as Record<string, unknown>;
+    if (body.error !== 'invalid_request' || body.error_description !== 'requested grant type is not allowed for this client') return;
+    const clientCredentials = parsedForm(ctx)?.grant_type === 'client_credentials';
+    ctx.body = {
+      ...body,
+      error: 'unauthorized_client',
+      error_description: clientCredentials
+        ? 'this application may not act as itself: an owner of its group turns on Allow the application to act as itself (confidential applications only)'
+        : 'this application may not use this grant type',
+    };
+  };
+}
+
+/**
+ * An application acting as itself (`grant_type=client_credentials`) reaches the API and nothing
+ * else: its scope is groups:read-only (also when it names none) or groups:read-write, space or
+ * comma separated. Any other scope (openid, profile, email: there is no person) is refused with
+ * `invalid_scope`, before the library reads the request. Returns the refusal's description.
+ */
+function clientCredentialsScope(params: FormParams): string | undefined {
+  if (params.grant_type !== 'client_credentials') return undefined;
+  if (params.scope === undefined || params.scope === '') {
+    params.scope = DEFAULT_SCOPE;
+    return undefined;
+  }
+  if (typeof params.scope !== 'string') return undefined; // repeated: the library refuses it (invalid_request)
+  const scopes = [...new Set(splitScopes(params.scope))];
+  const other = scopes.filter((scope) => !(API_SCOPES as readonly string[]).includes(scope));
+  if (other.length) {
+    return `the client credentials grant takes only ${API_SCOPES.join(' or ')}: an application acting as itself has no user, so not ${other.slice(0, 5).join(' ')}`.slice(0, 300);
+  }
+  params.scope = scopes.length ? scopes.join(' ') : DEFAULT_SCOPE;
+  return undefined;
 }
 
 function mergeParams(body: FormParams, query: FormParams): FormParams {

@@ -150,6 +150,10 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
         userCodeConfirmSource: pages.userCodeConfirmSource,
         successSource: pages.deviceSuccessSource,
       },
+      // RFC 6749 §4.4 for the confidential applications that allow it (their grant_types,
+      // clients.ts): the application gets an `ho_` token with no user, for its own group in the
+      // API; its scope is groups:read-only or groups:read-write (clientCredentialsScope, compat.ts).
+      clientCredentials: { enabled: true },
       // Userinfo serves the claims of the granted OpenID Connect scopes.
       userinfo: { enabled: true },
       // RFC 8707 is on by default in oidc-provider 9, answering any `resource` parameter with

@@ -11,7 +11,7 @@ import {
   authorizeQueryDefaults,
   authorizeRedirectsAs302,
   oauthMetadataAddress,
-  tokenParametersInQuery,
+  grantTypeRefusalAsUnauthorizedClient, tokenParametersInQuery,
   tokenRequestWithoutBody,
   tokenResponseWithExpireIn,
 } from './compat.js';
@@ -64,6 +64,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenRequestWithoutBody(ROUTES.token));
   provider.use(providerFormBodies());
   provider.use(tokenParametersInQuery(ROUTES.token));
+  provider.use(grantTypeRefusalAsUnauthorizedClient(ROUTES.token));
   provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection, ROUTES.device_authorization, ROUTES.pushed_authorization_request]));
   provider.use(devicePollInterval(deps.limits, ROUTES.token));
   provider.use(deviceCodeEntryLimit(deps.limits, {

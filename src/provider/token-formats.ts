@@ -17,6 +17,7 @@ import { hashedSecretComparison } from './clients.js';
  */
 export function applyTokenFormats(provider: Provider, deps: { db: Knex; onError: (err: unknown) => void }): void {
   accessTokensAsHo(provider);
+  clientCredentialsAsHo(provider);
   refreshTokensAsHr(provider);
   clientSecretsByDigest(provider, deps.db, deps.onError);
 }
@@ -35,6 +36,19 @@ interface TokenPrototype {
 function accessTokensAsHo(provider: Provider): void {
   const prototype = provider.AccessToken.prototype as unknown as TokenPrototype;
   prototype.generateTokenId = function generateAccessTokenId() {
+    this.format = 'opaque';
+    return generateToken('ho_');
+  };
+}
+
+/**
+ * Stands in for oidc-provider/lib/models/client_credentials.js#generateTokenId, which calls the
+ * same lib/models/formats/index.js#generateTokenId as AccessToken: an application acting as itself
+ * gets an `ho_…` opaque token like every other access token.
+ */
+function clientCredentialsAsHo(provider: Provider): void {
+  const prototype = provider.ClientCredentials.prototype as unknown as TokenPrototype;
+  prototype.generateTokenId = function generateClientCredentialsId() {
     this.format = 'opaque';
     return generateToken('ho_');
   };

@@ -107,6 +107,7 @@ export async function createApplication(
       device_flow: data.deviceFlow,
       require_pushed_authorization_requests: data.requirePushedAuthorizationRequests,
       backchannel_logout_uri: data.backchannelLogoutURL,
+      allow_client_credentials: data.clientCredentials,
       created_by: auditActorId(actor),
       at,
     });
@@ -132,6 +133,9 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
   const data = rules.parse(rules.applicationChanges, input);
   const publicProblem = data.callbackURL !== undefined && isPublic(app) ? rules.publicCallbackProblem(data.callbackURL) : undefined;
   if (publicProblem) throw rules.invalidFields([{ field: 'callbackURL', problem: problemOf('callbackURL', publicProblem), message: publicProblem }]);
+  if (data.clientCredentials && isPublic(app)) {
+    throw rules.invalidFields([{ field: 'clientCredentials', problem: problemOf('clientCredentials', rules.PUBLIC_CLIENT_CREDENTIALS), message: rules.PUBLIC_CLIENT_CREDENTIALS }]);
+  }
   const fields = {
     name: data.name ?? app.name,
     homepage_url: data.homepageURL ?? app.homepage_url,
@@ -142,6 +146,7 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
     require_pushed_authorization_requests: data.requirePushedAuthorizationRequests ?? Boolean(app.require_pushed_authorization_requests),
     // Back-channel logout: undefined keeps the URL, null (or '') removes it.
     backchannel_logout_uri: data.backchannelLogoutURL === undefined ? app.backchannel_logout_uri ?? null : data.backchannelLogoutURL,
+    allow_client_credentials: data.clientCredentials ?? Boolean(app.allow_client_credentials),
   };
   const at = now();
   const changes = changedFields(
@@ -149,11 +154,13 @@ export async function updateApplication(db: Knex, provider: Provider | undefined
       name: app.name, homepageURL: app.homepage_url, description: app.description, callbackURL: app.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(app),
       deviceFlow: Boolean(app.device_flow), requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
       backchannelLogoutURL: app.backchannel_logout_uri ?? null,
+      clientCredentials: Boolean(app.allow_client_credentials),
     },
     {
       name: fields.name, homepageURL: fields.homepage_url, description: fields.description, callbackURL: fields.callback_url, signOutRedirectURLs: apps.signOutUrlsOf(fields),
       deviceFlow: fields.device_flow, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests,
       backchannelLogoutURL: fields.backchannel_logout_uri,
+      clientCredentials: fields.allow_client_credentials,
     },
   );
   // A save that changes nothing writes nothing: no audit row, and updatedAt stays.

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { findBearerTokenByDigest, groupIdsOfToken, touchAccessToken } from '../db/access-tokens.js';
-import { oauthPartiesActive } from '../db/apps.js';
+import { groupOfActingApplication, oauthPartiesActive } from '../db/apps.js';
 import { touchUserGrant } from '../db/grants.js';
 import { lastUseRecorder } from '../last-use.js';
 import { now } from '../time.js';
 import { changeVersionsOf, type Subject } from './change-versions.js';
-import type { PersonalTokenLimits } from './context.js';
+import type { ActingApplication, PersonalTokenLimits } from './context.js';
 import { lifetimeMs } from '../policies/token-lifetime.js';
 
 /** Who a bearer token acts as: the same shape for OAuth (`ho_`) and personal (`ha_`) tokens. */
@@ -15,6 +15,11 @@ export interface TokenOwner {
   scopes: Set<string>;
   kind: 'oauth' | 'personal';
   clientId?: string;
+  /**
+   * An OAuth token an application got for itself (client credentials grant): it has no user
+   * (`userId` 0) and reaches its application's group only.
+   */
+  application?: ActingApplication;
   /** A personal token's group restriction and lifetime, which groups' policies are checked against. */
   personal?: PersonalTokenLimits;
   /** An OAuth token bound to a DPoP key (RFC 9449): the key's JWK SHA-256 thumbprint, its `cnf.jkt`. */
@@ -36,10 +41,15 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
   });
 
   const personalTokens = personalTokenLookup(deps.db);
+  // With Redis, an application's group (or its absence) is kept under the application's version.
+  const actingGroup = changeVersionsOf(deps.db)?.cache((clientId) => groupOfActingApplication(deps.db, clientId));
+  const groupOfApplication = (clientId: string) =>
+    actingGroup ? actingGroup.get(clientId, [`app:${clientId}`]) : groupOfActingApplication(deps.db, clientId);
 
   return {
     async oauth(value: string): Promise<TokenOwner | undefined> {
       const token = await deps.provider.AccessToken.find(value);
+      if (!token) return this.application(value);
       // find() allows oidc-provider's clockTolerance (15 s) past `exp`, a slack meant for other
       // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
       // already drops it then, Redis would keep it 15 s longer).
@@ -47,6 +57,24 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
       const grantId = token.grantId;
       if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
       return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId, ...(token.jkt ? { jkt: token.jkt } : {}) };
+    },
+
+    /**
+     * An `ho_` token of the client credentials grant (the library's ClientCredentials model, kept
+     * apart from access tokens): the application acting as itself. Its group is the one it is in
+     * now; one that no longer allows the grant, or is gone, has a token that no longer works.
+     */
+    async application(value: string): Promise<TokenOwner | undefined> {
+      const token = await deps.provider.ClientCredentials.find(value);
+      if (!token || !token.clientId || token.isExpired) return undefined;
+      const groupId = await groupOfApplication(token.clientId);
+      if (groupId === undefined) return undefined;
+      const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));
+      return {
+        userId: 0, scopes, kind: 'oauth', clientId: token.clientId,
+        application: { clientId: token.clientId, groupId },
+        ...(token.jkt ? { jkt: token.jkt } : {}),
+      };
     },
 
     async personal(tokenDigest: string): Promise<TokenOwner | undefined> {
@@ -68,7 +96,8 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
      */
     oauthPartiesActive(owner: TokenOwner): Promise<boolean> {
       const { clientId, userId } = owner;
-      if (clientId === undefined) return Promise.resolve(true);
+      // An application acting as itself was checked by application() just now.
+      if (clientId === undefined || owner.application) return Promise.resolve(true);
       return partiesActive
         ? partiesActive.get(`${clientId}\n${userId}`, [`app:${clientId}`, `user:${userId}`])
         : oauthPartiesActive(deps.db, clientId, userId);

@@ -14,6 +14,17 @@ export interface Actor {
   upstreamSecondFactor?: boolean;
   /** Acting through a personal access token: what the token may reach (see `accessGroup`). */
   token?: PersonalTokenLimits;
+  /**
+   * An application acting as itself (the client credentials grant): no user (`userId` is 0,
+   * which no account has); it reaches its own group only (see `accessGroup`).
+   */
+  application?: ActingApplication;
+}
+
+/** An application that acts as itself, and the group it belongs to: the only one it reaches. */
+export interface ActingApplication {
+  clientId: string;
+  groupId: number;
 }
 
 /** What limits a personal access token beyond its scopes. */
@@ -32,7 +43,12 @@ export interface Services {
 
 /** The user an audit record names: none for the admin CLI. */
 export function auditActorId(actor: Actor): number | null {
-  return actor.admin ? null : actor.userId;
+  return actor.admin || actor.application ? null : actor.userId;
+}
+
+/** Who an audit record names: the user, or the application that acted as itself (no user). */
+export function auditActor(actor: Actor): { actorId: number | null; actorClientId: string | null } {
+  return { actorId: auditActorId(actor), actorClientId: actor.application?.clientId ?? null };
 }
 
 /** What an edit changed, for the audit trail: each field whose value differs, `{ field: { from, to } }`. */

@@ -7,7 +7,7 @@ import { auditEventBatches, listAuditEvents, listAudit, recordAudit, type AuditF
 import * as groups from '../db/groups.js';
 import { findUserByLogin, usernameOf } from '../db/users.js';
 import { canChangeMember, canGroup, type GroupAction } from '../policies/group.js';
-import { auditActorId, changedFields, type Actor, type PersonalTokenLimits } from './context.js';
+import { auditActor, auditActorId, changedFields, type Actor, type PersonalTokenLimits } from './context.js';
 import { capInWords, comparableLifetimeMs, exceedsCap, lifetimeInWords, maxLifetimeDays } from '../policies/token-lifetime.js';
 import { clientIdsOfGroup } from '../db/apps.js';
 import { changing } from './change-versions.js';
@@ -93,6 +93,11 @@ export async function accessGroup(
   const found = await groups.findGroupAndRole(db, ref, actor.userId);
   if (!found) throw new NotFoundError(NO_GROUP);
   const { role, actor_two_factor: actorHasTwoFactor, ...group } = found;
+  if (actor.application) {
+    const access = { actor, group, role: applicationRole(actor, group.id) };
+    requireGroupAction(access, action, outsiders);
+    return access;
+  }
   // A personal access token limited to other groups sees this one as a group its user is not in.
   const outOfReach = actor.token?.groups !== undefined && !actor.token.groups.has(Number(group.id));
   const access = { actor, group, role: outOfReach ? undefined : (role ?? undefined) };
@@ -102,6 +107,26 @@ export async function accessGroup(
   }
   if (access.role && closedForTwoFactor(group, actor, Boolean(actorHasTwoFactor))) throw new TwoFactorRequiredError(group.name);
   return access;
+}
+
+/**
+ * An application acting as itself (client credentials) is in its own group as a maintainer: it
+ * reads the group, its members and its audit log, and (with `groups:read-write`) adds and removes
+ * members and maintainers. Ownership, settings, applications and deleting the group stay with
+ * people. Every other group is one it is not in (404 on the API). No two-factor rule applies: it
+ * is not a person.
+ */
+function applicationRole(actor: Actor, groupId: number): Role | undefined {
+  return Number(actor.application?.groupId) === Number(groupId) ? 'maintainer' : undefined;
+}
+
+/** The group of an application acting as itself, as a page of one (`GET /groups`). */
+export async function groupsOfApplication(db: Knex, groupId: number, page: { limit: number; offset: number; filter?: string }) {
+  const group = await groups.findGroupById(db, groupId);
+  const needle = page.filter?.toLowerCase();
+  const matches = group && (!needle || group.name.toLowerCase().includes(needle) || group.path.toLowerCase().includes(needle));
+  const all = matches ? [{ ...group, role: 'maintainer' as Role }] : [];
+  return { total: all.length, items: all.slice(page.offset, page.offset + page.limit) };
 }
 
 /**
@@ -248,7 +273,7 @@ export async function updateGroupSettings(db: Knex, access: GroupAccess, input: 
     db.transaction(async (trx) => {
       const at = now();
       await groups.updateGroup(trx, group.id, { ...data, requireTwoFactor, personalTokenMaxLifetimeDays: cap, at });
-      await recordAudit(trx, { groupId: group.id, actorId: auditActorId(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
+      await recordAudit(trx, { groupId: group.id, ...auditActor(actor), action: 'group.update', target: data.name, details: { changes }, ip: actor.ip }, at);
     });
   // The sign-in and consent pages name an application's group, and cache it under the application's version.
   if (data.name === group.name) await update();
@@ -282,7 +307,7 @@ export async function addMember(
       const at = now();
       await groups.insertMembership(trx, { groupId, userId: user.id, role, at });
       await completeSubmission(trx, submission, user.id);
-      await recordAudit(trx, { groupId, actorId: auditActorId(actor), action: 'member.add', target: user.username, details: { role }, ip: actor.ip }, at);
+      await recordAudit(trx, { groupId, ...auditActor(actor), action: 'member.add', target: user.username, details: { role }, ip: actor.ip }, at);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError('user', `${user.username} is already a member`);
@@ -324,7 +349,7 @@ async function changeMembership(
       trx,
       {
         groupId,
-        actorId: auditActorId(actor),
+        ...auditActor(actor),
         action: leaving ? 'member.leave' : 'role' in change ? 'member.role' : 'member.remove',
         target,
         details: 'role' in change ? { from: currentRole, to: change.role } : { from: currentRole },

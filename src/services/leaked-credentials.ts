@@ -63,6 +63,7 @@ export async function revokeReportedCredentials(deps: Deps, input: unknown, ip: 
   await revokePersonalTokens(deps.db, ofKind('ha_'), ip);
   await revokeClientSecrets(deps.db, ofKind('hs_'), ip);
   await revokeAccessTokens(deps, ofKind('ho_'), ip);
+  await revokeClientCredentialsTokens(deps, ofKind('ho_'), ip);
   await revokeRefreshTokens(deps, ofKind('hr_'), ip);
 }
 
@@ -107,11 +108,22 @@ async function recordOAuthRevocation(db: Knex, token: { clientId?: string; accou
   const app = token.clientId ? await findAppByClientId(db, token.clientId) : undefined;
   if (!app) return;
   const user = token.accountId ? await usernameOf(db, Number(token.accountId)) : undefined;
-  await recordAudit(db, { groupId: Number(app.group_id), actorId: null, action: REPORTED_OAUTH_TOKEN_ACTION, target: app.client_id, details: { token: kind, user: user ?? 'deleted user' }, ip }, now());
+  // A token the application got for itself has no user to name.
+  const whose = token.accountId ? { user: user ?? 'deleted user' } : {};
+  await recordAudit(db, { groupId: Number(app.group_id), actorId: null, action: REPORTED_OAUTH_TOKEN_ACTION, target: app.client_id, details: { token: kind, ...whose }, ip }, now());
 }
 
 async function revokeAccessTokens(deps: Deps, values: string[], ip: string | null): Promise<void> {
   for (const token of await storedTokens(deps.provider.AccessToken, (value) => deps.provider.AccessToken.find(value), values)) {
+    if (token.isExpired) continue;
+    await token.destroy();
+    await recordOAuthRevocation(deps.db, token, 'access token', ip);
+  }
+}
+
+/** `ho_` tokens an application got for itself (client credentials): kept apart from access tokens by the library. */
+async function revokeClientCredentialsTokens(deps: Deps, values: string[], ip: string | null): Promise<void> {
+  for (const token of await storedTokens(deps.provider.ClientCredentials, (value) => deps.provider.ClientCredentials.find(value), values)) {
     if (token.isExpired) continue;
     await token.destroy();
     await recordOAuthRevocation(deps.db, token, 'access token', ip);

@@ -188,6 +188,14 @@ const backchannelLogoutURL = z
     'Back-channel logout URL (OpenID Connect Back-Channel Logout 1.0): when a session the application signed a person in through ends (signing out, signing out other sessions, an administrator disabling the account, a password reset, account deletion, RP-initiated logout), the service POSTs a signed `logout_token` (with `sub` and `sid`) here. https, or http only for localhost, 127.0.0.1 or [::1]; no fragment. Null or an empty string for none (the default).',
   )
   .meta({ format: 'uri' });
+const clientCredentials = z
+  .boolean({ error: 'clientCredentials must be true or false' })
+  .describe(
+    'Allow the application to act as itself: it may use the client credentials grant (RFC 6749 §4.4, `grant_type=client_credentials` with its client ID and secret) for an `ho_` token with no user, which reaches only its own group in this API (`groups:read-only`, or `groups:read-write` when it asks). Confidential applications only. Off by default; while off, the token endpoint answers `unauthorized_client`.',
+  );
+
+/** Why a public application cannot act as itself. */
+export const PUBLIC_CLIENT_CREDENTIALS = 'clientCredentials cannot be on for a public application: it has no client secret to authenticate with';
 
 /** The fields of an application, without the rules that tie one to another. */
 const applicationFields = z.strictObject({
@@ -200,12 +208,14 @@ const applicationFields = z.strictObject({
   deviceFlow: deviceFlow.default(false),
   requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.default(false),
   backchannelLogoutURL: backchannelLogoutURL.default(null),
+  clientCredentials: clientCredentials.default(false),
 });
 
 /** A new OAuth application; an unknown field is an error. A public one's callback is not on localhost. */
 export const newApplication = applicationFields.superRefine((app, ctx) => {
   const problem = app.type === 'public' ? publicCallbackProblem(app.callbackURL) : undefined;
   if (problem) ctx.addIssue({ code: 'custom', path: ['callbackURL'], message: problem });
+  if (app.type === 'public' && app.clientCredentials) ctx.addIssue({ code: 'custom', path: ['clientCredentials'], message: PUBLIC_CLIENT_CREDENTIALS });
 });
 
 /**
@@ -223,6 +233,7 @@ export const applicationChanges = applicationFields
     deviceFlow: deviceFlow.optional(),
     requirePushedAuthorizationRequests: requirePushedAuthorizationRequests.optional(),
     backchannelLogoutURL: backchannelLogoutURL.optional(),
+    clientCredentials: clientCredentials.optional(),
   });
 
 /** A new client secret takes no options: an empty body, or `{}`. */

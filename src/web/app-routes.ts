@@ -40,11 +40,16 @@ const FIELDS = [
   // Back-channel logout: one URL, an empty box for none.
   'backchannelLogoutURL',
 ] as const;
-/** The two switches, checkboxes: an unchecked one sends nothing, which is off. */
-const SWITCHES = ['deviceFlow', 'requirePushedAuthorizationRequests'] as const;
+/** The switches, checkboxes: an unchecked one sends nothing, which is off. */
+const SWITCHES = [
+  'deviceFlow',
+  'requirePushedAuthorizationRequests',
+  'clientCredentials',
+] as const;
 type AppForm = Record<(typeof FIELDS)[number], string> & Record<(typeof SWITCHES)[number], boolean>;
 const EMPTY_FORM: AppForm = {
   name: '', homepageURL: '', description: '', callbackURL: '', signOutRedirectURLs: '', deviceFlow: false, requirePushedAuthorizationRequests: false,
+  clientCredentials: false,
   backchannelLogoutURL: '',
 };
 
@@ -124,6 +129,7 @@ function formOf(app: AppRow): AppForm {
     deviceFlow: Boolean(app.device_flow),
     requirePushedAuthorizationRequests: Boolean(app.require_pushed_authorization_requests),
     backchannelLogoutURL: app.backchannel_logout_uri ?? '',
+    clientCredentials: Boolean(app.allow_client_credentials),
   };
 }
 
@@ -219,7 +225,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
   /** The errors of the application form, each next to its field; any other error propagates to the error page. */
   function fieldErrors(err: unknown, values: AppForm, lang: Language): Record<string, string> {
     const errors = formErrors(err, LABELS.app, {}, { signOutRedirectURLs: signOutLines(values).map(({ line }) => line) });
-    if (!errors || !Object.keys(errors).every((field) => field === 'type' || (FIELDS as readonly string[]).includes(field))) throw err;
+    const besideItsField = (field: string) => field === 'type' || field === 'clientCredentials' || (FIELDS as readonly string[]).includes(field);
+    if (!errors || !Object.keys(errors).every(besideItsField)) throw err;
     // The other messages are translated as the page is rendered (render.ts).
     if (lang !== 'en' && errors.signOutRedirectURLs) errors.signOutRedirectURLs = signOutErrorIn(errors.signOutRedirectURLs, lang);
     return errors;

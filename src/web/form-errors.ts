@@ -21,6 +21,7 @@ export const LABELS = {
     deviceFlow: 'Enable Device Flow',
     requirePushedAuthorizationRequests: 'Require pushed authorization requests',
     backchannelLogoutURL: 'Back-channel logout URL',
+    clientCredentials: 'Allow the application to act as itself',
   },
   token: { name: 'Token name', scopes: 'Scopes', expiration: 'Expiration', groups: 'Groups' },
   profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },

@@ -421,6 +421,8 @@ function groupAuditEvent(row: AuditRow, lang: Language) {
   const form = row.action.startsWith('app.') ? 'audit:_appFields' : 'groups:labels.group';
   const fields: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
   const details = auditDetails(auditDetailsOf(row), (field) => (Object.hasOwn(fields, field) ? t(`${form}.${field}`) : field), lang);
-  const actor = row.actor_username ?? (row.actor_deleted ? t('groups:audit.deletedUser') : REPORTED_ACTIONS.has(row.action) ? t('groups:audit.leakReport') : '—');
+  const actor = row.actor_username
+    ?? (row.actor_client_id ? t('groups:audit.application', { name: row.actor_app_name ?? row.actor_client_id }) : undefined)
+    ?? (row.actor_deleted ? t('groups:audit.deletedUser') : REPORTED_ACTIONS.has(row.action) ? t('groups:audit.leakReport') : '—');
   return presentAuditEvent(row, actor, details, lang);
 }

@@ -19,7 +19,7 @@ const adminLabel = `admin ${PERSONAL_TOKEN_SCOPES.admin}`;
 const readOnlyLabel = `groups:read-only ${PERSONAL_TOKEN_SCOPES['groups:read-only']}`;
 
 /** The keys every audit event has, in the API and in the downloads alike. */
-const EVENT_KEYS = ['action', 'actionText', 'actor', 'details', 'id', 'ip', 'target', 'time'];
+const EVENT_KEYS = ['action', 'actionText', 'actor', 'actorApplication', 'details', 'id', 'ip', 'target', 'time'];
 
 function expectScopeRefusal(res: ApiResponse, scope: string): void {
   expectApiError(res, 403, 'insufficient_scope');

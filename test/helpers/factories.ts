@@ -34,7 +34,7 @@ export async function makeApp(
   db: Knex,
   ownerId: number,
   groupId: number,
-  overrides: { callbackURL?: string; name?: string; type?: 'confidential' | 'public'; deviceFlow?: boolean; requirePushedAuthorizationRequests?: boolean } = {},
+  overrides: { callbackURL?: string; name?: string; type?: 'confidential' | 'public'; deviceFlow?: boolean; requirePushedAuthorizationRequests?: boolean; clientCredentials?: boolean } = {},
 ) {
   const { app, secret } = await createApplication(db, await groupAccess(db, ownerId, groupId), {
     name: overrides.name ?? 'Test App',
@@ -44,6 +44,7 @@ export async function makeApp(
     type: overrides.type,
     deviceFlow: overrides.deviceFlow,
     requirePushedAuthorizationRequests: overrides.requirePushedAuthorizationRequests,
+    clientCredentials: overrides.clientCredentials,
   });
   // A public application has no secret: its clientSecret and secretId are empty.
   return { app, clientId: app.client_id, clientSecret: secret?.secret ?? '', secretId: secret?.id ?? 0 };

@@ -127,9 +127,10 @@ describeEachProfile('POST /login/oauth/access_token', (profile) => {
       expectError(res, 400, 'unsupported_grant_type');
     });
 
-    it('rejects grant_type=client_credentials as unsupported_grant_type', async () => {
+    it('rejects grant_type=client_credentials as unauthorized_client for an application that does not act as itself', async () => {
       const res = await tokenRequest(server.url, { form: { grant_type: 'client_credentials', client_id: fx.clientId, client_secret: fx.clientSecret } });
-      expectError(res, 400, 'unsupported_grant_type');
+      expectError(res, 400, 'unauthorized_client');
+      expect(res.body.error_description).to.include('Allow the application to act as itself');
     });
   });
 

@@ -208,7 +208,7 @@ describeEachProfile('OAuth application pages', (profile) => {
       const fields = Object.fromEntries([...form.matchAll(/<(?:input|textarea)[^>]*name="([^"]+)"/g)].map((m) => [m[1]!, ''] as [string, string]));
       for (const name of Object.keys(fields)) fields[name] = inputValue(form, name) ?? unescapeHtml(new RegExp(`<textarea[^>]*name="${name}"[^>]*>([^<]*)<`).exec(form)?.[1] ?? '');
       delete fields._csrf;
-      for (const name of ['deviceFlow', 'requirePushedAuthorizationRequests']) delete fields[name];
+      for (const name of ['deviceFlow', 'requirePushedAuthorizationRequests', 'clientCredentials']) delete fields[name];
       const moved = 'http://127.0.0.1:9999/moved/callback';
       const updated = await client.follow(await client.submit(appPage(group, app.clientId), { ...fields, callbackURL: moved }).expect(302)).expect(200);
       expect(updated.text).to.include('Its authorization callback URL changed, so every user&#39;s authorization of it ended: each must authorize it again.');

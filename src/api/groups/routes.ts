@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { deleteGroup } from '../../services/group-deletion.js';
 import { presentGroup } from '../../presenters/group.js';
-import { groupAuditEvents, groupById, groupsOfUser, leaveGroup, removeMember, updateGroupSettings } from '../../services/groups.js';
+import { groupAuditEvents, groupById, groupsOfApplication, groupsOfUser, leaveGroup, removeMember, updateGroupSettings } from '../../services/groups.js';
 import { exportedAuditEvent } from '../../presenters/audit.js';
 import { auditFilterParams } from '../admin/routes.js';
 import * as rules from '../../services/rules.js';
@@ -35,7 +35,10 @@ export function groupsApi(deps: { db: Knex; provider: Provider; issuer: string; 
     const page = parsePage(ctx);
     const filter = optionalQuery(ctx, 'filter', rules.MAX_FILTER_LENGTH);
     const auth = authOf(ctx);
-    const { total, items } = await groupsOfUser(deps.db, auth.userId, { ...page, filter }, auth.personal);
+    // An application acting as itself is in its own group only.
+    const { total, items } = auth.application
+      ? await groupsOfApplication(deps.db, auth.application.groupId, { ...page, filter })
+      : await groupsOfUser(deps.db, auth.userId, { ...page, filter }, auth.personal);
     sendPage(ctx, deps.issuer, page, { total, items: items.map((g) => presentGroup(g, g.role)) }, { filter });
   });
 

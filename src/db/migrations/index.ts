@@ -17,6 +17,7 @@ import * as accountRecovery from './0017_account_recovery.js';
 import * as reauthentication from './0018_reauthentication.js';
 import * as signInProviders from './0019_sign_in_providers.js';
 import * as userLanguage from './0020_user_language.js';
+import * as clientCredentials from './0021_client_credentials.js';
 import * as backchannelLogout from './0022_backchannel_logout.js';
 
 interface Migration {
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0018_reauthentication': reauthentication,
   '0019_sign_in_providers': signInProviders,
   '0020_user_language': userLanguage,
+  '0021_client_credentials': clientCredentials,
   '0022_backchannel_logout': backchannelLogout,
 };
 
