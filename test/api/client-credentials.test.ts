@@ -82,11 +82,13 @@ describeEachProfile('Applications acting as themselves (client credentials)', (p
     expectApiError(await api(tokens.access_token, 'PATCH', `/groups/${group.id}`, { name: 'Renamed' }), 403, 'insufficient_scope');
   });
 
-  it('takes no scope as groups:read-only, and refuses scopes about a person', async () => {
+  it('takes no scope as groups:read-only, and refuses scopes about a person and the administrators\' scope', async () => {
     const { app } = await setting();
     expect((await grant(app.clientId, app.clientSecret)).scope).to.equal('groups:read-only');
     expect(await refusal(grant(app.clientId, app.clientSecret, 'openid groups:read-only'))).to.equal('invalid_scope');
     expect(await refusal(grant(app.clientId, app.clientSecret, 'email'))).to.equal('invalid_scope');
+    expect(await refusal(grant(app.clientId, app.clientSecret, 'admin'))).to.equal('invalid_scope');
+    expect(await refusal(grant(app.clientId, app.clientSecret, 'groups:read-write admin'))).to.equal('invalid_scope');
   });
 
   it('refuses an application that did not opt in with unauthorized_client', async () => {
