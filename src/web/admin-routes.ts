@@ -3,12 +3,12 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { AuditRow } from '../db/audit.js';
 import { auditDetails, auditDetailsOf, exportedAuditEvent, presentAuditEvent } from '../presenters/audit.js';
+import { presentAdminUser } from '../presenters/user.js';
 import { sendNdjson } from '../http/ndjson.js';
 import type { UserRow } from '../db/users.js';
 import { NotFoundError } from '../errors.js';
 import { parseId } from '../ids.js';
 import { isDisabled, isSiteAdmin } from '../policies/site.js';
-import { toIso } from '../time.js';
 import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, sendPasswordReset, siteAuditExport, siteAuditLog } from '../services/admin.js';
 import { listPasskeys } from '../services/passkeys.js';
 import { twoFactorStatus } from '../services/two-factor.js';
@@ -77,19 +77,6 @@ function pagination(path: string, page: { number: number }, total: number, param
   };
 }
 
-/** A user as the Admin area shows it. */
-function adminUser(row: Omit<UserRow, 'password_hash'>) {
-  return {
-    id: Number(row.id),
-    username: row.username,
-    email: row.email,
-    name: row.name,
-    admin: Boolean(row.is_admin),
-    disabledAt: toIso(row.disabled_at),
-    createdAt: toIso(row.created_at) ?? '',
-  };
-}
-
 /** A site audit row as the log in `lang` shows it: the administrator, "CLI", or "—" for a deleted account. */
 function siteAuditEvent(row: AuditRow, lang: Language) {
   const { via, ...rest } = auditDetailsOf(row);
@@ -128,7 +115,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
       title: pageT(ctx)('admin:titles.users'),
       tab: 'users',
       query,
-      users: items.map(adminUser),
+      users: items.map(presentAdminUser),
       pages: pagination(`${BASE}/users`, page, total, query ? { q: query } : {}),
     });
   });
@@ -140,7 +127,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
     render(ctx, 'admin/user', {
       title: t('admin:titles.user', { username: user.username }),
       tab: 'users',
-      user: adminUser(user),
+      user: presentAdminUser(user),
       twoFactor: await twoFactorStatus(db, user.id),
       passkeyCount: (await listPasskeys(db, user.id)).length,
       self: user.id === actorOf(ctx).userId,
@@ -151,7 +138,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   router.get('/users/:id/disable', async (ctx) => {
     const user = await targetUser(ctx);
     if (isDisabled(user)) return ctx.redirect(userUrl(user));
-    render(ctx, 'admin/disable', { title: pageT(ctx)('admin:titles.disable', { username: user.username }), tab: 'users', user: adminUser(user) });
+    render(ctx, 'admin/disable', { title: pageT(ctx)('admin:titles.disable', { username: user.username }), tab: 'users', user: presentAdminUser(user) });
   });
 
   router.post('/users/:id/disable', async (ctx) => {
