@@ -1,5 +1,6 @@
 import { asLanguage, translator } from '../i18n.js';
-import { browserInWords, mailDate } from './security-notices.js';
+import { describeUserAgent } from '../presenters/session.js';
+import { mailDate } from './security-notices.js';
 import type { SeenFrom } from './sessions.js';
 import type { Mail } from './mail.js';
 
@@ -33,7 +34,7 @@ export function addressInUseMail(issuer: string, owner: { username: string; emai
       site,
       what: t(`${words}.what`, { site, email: owner.email }),
       when: mailDate(at, lang),
-      browser: browserInWords(from.userAgent, lang),
+      browser: describeUserAgent(from.userAgent, lang),
       address: from.ip || t('mail:seen.unknownAddress'),
     },
   };

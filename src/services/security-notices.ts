@@ -84,7 +84,7 @@ export function securityNotice(issuer: string, user: NoticeRecipient, event: Sec
       username: user.username,
       what: t(`mail:notice.events.${event}.what`, { detail: options.detail ?? '' }),
       when: mailDate(at, lang),
-      browser: from === COMMAND_LINE ? t('mail:seen.commandLine') : browserInWords(from.userAgent, lang),
+      browser: from === COMMAND_LINE ? t('mail:seen.commandLine') : describeUserAgent(from.userAgent, lang),
       address: from === COMMAND_LINE ? t('mail:seen.serverItself') : from.ip || t('mail:seen.unknownAddress'),
       resetLink: `${issuer}/forgot-password`,
       sessionsLink: `${issuer}/account/settings/sessions`,
@@ -98,11 +98,6 @@ export function securityNotice(issuer: string, user: NoticeRecipient, event: Sec
  */
 export function mailDate(at: Date, lang: Language): string {
   return lang === 'en' ? at.toUTCString().replace('GMT', 'UTC') : formatDate(at, lang);
-}
-
-/** The browser of a user agent in words of `lang` ("Firefox on Windows"). */
-export function browserInWords(userAgent: string, lang: Language): string {
-  return describeUserAgent(userAgent, lang);
 }
 
 /**
