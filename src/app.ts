@@ -69,6 +69,7 @@ import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 import { signInMethodsRoutes } from './web/sign-in-methods-routes.js';
+import { startWebhookSender, type WebhookSender } from './services/webhooks/sender.js';
 
 export interface Idp {
   app: Koa;
@@ -77,6 +78,8 @@ export interface Idp {
   provider: Provider;
   /** Where GET /metrics answers, when METRICS_PORT is set. */
   metricsUrl: string | undefined;
+  /** Sends the webhook deliveries in the outbox (every instance runs one; none sends a delivery another holds). */
+  webhooks: WebhookSender;
   /** From now on /readyz answers 503 `draining`, so a load balancer sends nothing new; everything else still answers. */
   startDraining(): void;
   /** Stops the background jobs and closes the password-hashing workers, the mailer, Redis and the database pool. */
@@ -271,9 +274,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneExpiredEmailChanges(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired e-mail changes failed'));
   }, 10 * 60 * 1000).unref();
 
+  // Deliveries of group events to webhooks, from the outbox in the database.
+  const webhooks = startWebhookSender({ db, cipher, log: logger, metrics, ...config.webhooks });
+
   let metricsListener: MetricsListener | undefined;
   const close = async () => {
     await metricsListener?.close();
+    await webhooks.stop();
     signingKeys.stop();
     if (pruner) clearInterval(pruner);
     clearInterval(sessionPruner);
@@ -299,6 +306,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     redis,
     provider,
     metricsUrl: metricsListener?.url,
+    webhooks,
     startDraining() {
       draining = true;
     },

@@ -77,6 +77,12 @@ const schema = z
     // The device authorization grant: how long a user code may be entered, and how often the device may poll.
     DEVICE_CODE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(600),
     DEVICE_POLL_INTERVAL_S: z.coerce.number().int().min(1).max(60).default(5),
+    // Webhook deliveries to private, loopback and link-local addresses (refused by default: SSRF).
+    WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+    // The wait before a failed delivery's first retry (each next one waits twice as long, at most an hour).
+    WEBHOOKS_RETRY_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+    // How often each instance looks for deliveries that are due.
+    WEBHOOKS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -259,9 +265,18 @@ export interface Config {
    * the device polls the token endpoint at most once every `pollIntervalS` (faster is `slow_down`).
    */
   deviceFlow: { codeTtlS: number; pollIntervalS: number };
+  /**
+   * Webhook deliveries: whether private and loopback targets are allowed, the wait before the
+   * first retry (doubling each time, for 24 hours), how often the outbox is looked at, and the
+   * longest one attempt may take (10 s).
+   */
+  webhooks: { allowPrivate: boolean; retryMs: number; pollMs: number; timeoutMs: number };
 }
 
 export class ConfigError extends Error {}
+
+/** The longest one webhook delivery may take, connection to last byte. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /** Every environment variable the service reads (docs/configuration.md describes each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
@@ -327,6 +342,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownDelayS: e.SHUTDOWN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     keyActivationDelayS: e.KEY_ACTIVATION_DELAY_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
+    webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: WEBHOOK_TIMEOUT_MS },
   };
 }
 
@@ -361,6 +377,8 @@ const RANGES: Record<string, string> = {
   DEVICE_POLL_INTERVAL_S: 'must be a whole number of seconds from 1 to 60',
   DATABASE_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 600000',
   REDIS_TIMEOUT_MS: 'must be a number of milliseconds from 50 to 600000',
+  WEBHOOKS_RETRY_MS: 'must be a number of milliseconds from 10 to 3600000',
+  WEBHOOKS_POLL_MS: 'must be a number of milliseconds from 10 to 60000',
 };
 
 function describe(issue: z.core.$ZodIssue): string {

@@ -71,7 +71,11 @@ export interface Metrics {
   storageError(store: StoreName): void;
   /** A back-channel logout token delivered to an application, or not (refused, unreachable, timed out). */
   backchannelLogout(result: 'delivered' | 'failed'): void;
+  /** One attempt at a webhook delivery: delivered (2xx), retried later, or failed for good. */
+  webhookAttempt(result: WebhookAttemptResult): void;
 }
+
+export type WebhookAttemptResult = 'delivered' | 'retry' | 'failed';
 
 /** When no metrics listener is configured: counting costs nothing. */
 export const noMetrics: Metrics = {
@@ -82,6 +86,7 @@ export const noMetrics: Metrics = {
   rateLimited() {},
   storageError() {},
   backchannelLogout() {},
+  webhookAttempt() {},
 };
 
 /** The password-hashing queue's load, read at each scrape. */
@@ -136,6 +141,7 @@ export class PrometheusMetrics implements Metrics {
 
   private readonly storageErrors = this.counter('idp_storage_errors_total', 'Storage outages met while answering (each one a 503) or in background work, by store (database, redis).', 'store');
 
+  private readonly webhookAttempts = this.counter('idp_webhook_attempts_total', 'Attempts at webhook deliveries, by result (delivered, retry: to be tried again, failed: given up after 24 h).', 'result');
   private readonly backchannelLogouts = this.counter('idp_backchannel_logouts_total', 'Back-channel logout tokens sent to applications, by result (delivered, failed).', 'result');
 
   constructor() {
@@ -184,6 +190,10 @@ export class PrometheusMetrics implements Metrics {
 
   storageError(store: StoreName): void {
     this.storageErrors.inc({ store });
+  }
+
+  webhookAttempt(result: WebhookAttemptResult): void {
+    this.webhookAttempts.inc({ result });
   }
 
   backchannelLogout(result: 'delivered' | 'failed'): void {

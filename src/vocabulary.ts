@@ -117,3 +117,20 @@ export const ACR_VALUES = ['1', '2'] as const;
 export function acrOf(amr: readonly string[]): (typeof ACR_VALUES)[number] {
   return amr.includes('mfa') ? '2' : '1';
 }
+
+/**
+ * What a group's webhooks can be told of: each is the X-Horizon-Event header of its deliveries
+ * and a box on the webhook's form.
+ */
+export const WEBHOOK_EVENTS = [
+  'member.added', 'member.removed', 'member.role_changed',
+  'application.created', 'application.updated', 'application.deleted',
+  'client_secret.created', 'client_secret.revoked',
+  'group.updated', 'group.deleted',
+  'credentials.revoked',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export function isWebhookEvent(value: string): value is WebhookEvent {
+  return (WEBHOOK_EVENTS as readonly string[]).includes(value);
+}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { tellWebhooks, WEBHOOK_EVENT_OF_AUDIT } from './webhook-events.js';
 
 /**
  * Every action an audit row can record: a row's `action` is one of these, and the audit logs
@@ -9,6 +10,7 @@ export const AUDIT_ACTIONS = [
   'member.add', 'member.role', 'member.remove', 'member.leave',
   'app.create', 'app.update', 'app.delete', 'app.secret.create', 'app.secret.revoke', 'app.tokens.revoke',
   'app.secret.report.revoke', 'app.token.report.revoke', 'token.report.revoke',
+  'webhook.create', 'webhook.update', 'webhook.delete',
   'user.admin.grant', 'user.admin.revoke', 'user.disable', 'user.enable', 'user.password_reset.send',
   'user.two_factor.enable', 'user.two_factor.disable', 'user.two_factor.recovery_codes', 'user.two_factor.reset',
   'user.passkey.add', 'user.passkey.remove', 'user.recovery.clear', 'user.password.set',
@@ -45,7 +47,10 @@ export interface AuditRow {
   actor_app_name?: string | null;
 }
 
-/** Written in the same transaction as the change it records: no change without its trace. */
+/**
+ * Written in the same transaction as the change it records: no change without its trace. A
+ * change of a group that its webhooks can be told of is queued for them in that transaction too.
+ */
 export async function recordAudit(db: Knex, event: AuditEvent, at: string): Promise<void> {
   await db('audit_events').insert({
     group_id: event.groupId,
@@ -59,6 +64,8 @@ export async function recordAudit(db: Knex, event: AuditEvent, at: string): Prom
     ip: event.ip === null ? null : event.ip.slice(0, 64),
     created_at: at,
   });
+  const told = event.groupId === null ? undefined : WEBHOOK_EVENT_OF_AUDIT[event.action];
+  if (told) await tellWebhooks(db, event.groupId!, told, event, at);
 }
 
 export function listAudit(db: Knex, groupId: number, limit = 200): Promise<AuditRow[]> {

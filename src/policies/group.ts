@@ -4,8 +4,8 @@ import type { Role } from '../vocabulary.js';
  * Who may do what to a group, as pure functions over the actor's role in it (undefined: not a
  * member). The pages, the API and the services all ask here, so the rule exists once.
  *
- * - An owner may do everything: settings, applications and their secrets, members of every role,
- *   the audit log, deleting the group.
+ * - An owner may do everything: settings, applications and their secrets, webhooks, members of
+ *   every role, the audit log, deleting the group.
  * - A maintainer looks after the membership: adds and removes members and maintainers, moves a
  *   member between those two roles, and reads the audit log. Ownership is the owners' own.
  * - A member reads the group.
@@ -18,6 +18,7 @@ export type GroupAction =
   | 'manage-settings'
   | 'manage-members'
   | 'manage-apps'
+  | 'manage-webhooks'
   | 'read-audit'
   | 'delete-group';
 

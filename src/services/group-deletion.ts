@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
 import { clientIdsOfGroup, countAppsOfGroup } from '../db/apps.js';
 import { recordAudit } from '../db/audit.js';
+import { tellWebhooks } from '../db/webhook-events.js';
 import { grantIdsOfGroup } from '../db/grants.js';
 import { countMembers, deleteGroupRow, lockGroup } from '../db/groups.js';
 import { NotFoundError, ValidationError } from '../errors.js';
@@ -53,12 +54,12 @@ export async function deleteGroup(db: Knex, provider: Provider, access: GroupAcc
     await lockGroup(trx, group.id);
     const summary = { applications: await countAppsOfGroup(trx, group.id), members: await countMembers(trx, group.id) };
     const lateGrants = await grantIdsOfGroup(trx, group.id);
+    const at = now();
+    const event = { groupId: null, actorId: auditActorId(actor), action: 'group.delete', target: group.path, details: { name: group.name, ...summary }, ip: actor.ip } as const;
+    // Told before the group goes, while its webhooks (which go with it) can still be read.
+    await tellWebhooks(trx, group.id, 'group.deleted', event, at);
     if (!(await deleteGroupRow(trx, group.id))) throw new NotFoundError('this group no longer exists');
-    await recordAudit(
-      trx,
-      { groupId: null, actorId: auditActorId(actor), action: 'group.delete', target: group.path, details: { name: group.name, ...summary }, ip: actor.ip },
-      now(),
-    );
+    await recordAudit(trx, event, at);
     return { summary, lateGrants };
   }));
   await revokeGrants(db, provider, lateGrants);

@@ -19,6 +19,7 @@ import * as signInProviders from './0019_sign_in_providers.js';
 import * as userLanguage from './0020_user_language.js';
 import * as clientCredentials from './0021_client_credentials.js';
 import * as backchannelLogout from './0022_backchannel_logout.js';
+import * as webhooks from './0023_webhooks.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '0020_user_language': userLanguage,
   '0021_client_credentials': clientCredentials,
   '0022_backchannel_logout': backchannelLogout,
+  '0023_webhooks': webhooks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
