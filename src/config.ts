@@ -83,6 +83,8 @@ const schema = z
     WEBHOOKS_RETRY_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
     // How often each instance looks for deliveries that are due.
     WEBHOOKS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+    // The longest one delivery attempt may take, connection to last byte.
+    WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -268,15 +270,13 @@ export interface Config {
   /**
    * Webhook deliveries: whether private and loopback targets are allowed, the wait before the
    * first retry (doubling each time, for 24 hours), how often the outbox is looked at, and the
-   * longest one attempt may take (10 s).
+   * longest one attempt may take.
    */
   webhooks: { allowPrivate: boolean; retryMs: number; pollMs: number; timeoutMs: number };
 }
 
 export class ConfigError extends Error {}
 
-/** The longest one webhook delivery may take, connection to last byte. */
-export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /** Every environment variable the service reads (docs/configuration.md describes each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
@@ -342,7 +342,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownDelayS: e.SHUTDOWN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     keyActivationDelayS: e.KEY_ACTIVATION_DELAY_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
-    webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: WEBHOOK_TIMEOUT_MS },
+    webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: e.WEBHOOKS_TIMEOUT_MS },
   };
 }
 
@@ -379,6 +379,7 @@ const RANGES: Record<string, string> = {
   REDIS_TIMEOUT_MS: 'must be a number of milliseconds from 50 to 600000',
   WEBHOOKS_RETRY_MS: 'must be a number of milliseconds from 10 to 3600000',
   WEBHOOKS_POLL_MS: 'must be a number of milliseconds from 10 to 60000',
+  WEBHOOKS_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 60000',
 };
 
 function describe(issue: z.core.$ZodIssue): string {
