@@ -6,6 +6,7 @@ import { ConflictError, RetryLaterError, ValidationError } from '../../src/error
 import { actionName, auditDetails } from '../../src/presenters/audit.js';
 import { newApplication, parse } from '../../src/services/rules.js';
 import { formErrors, LABELS } from '../../src/web/form-errors.js';
+import { isWebhookEvent } from '../../src/vocabulary.js';
 
 function validationErrorOf(run: () => unknown): ValidationError {
   try {
@@ -79,13 +80,14 @@ describe('audit actions in words', () => {
     const codes = new Set<string>();
     const src = join(import.meta.dirname, '../../src');
     for (const file of readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))) {
-      for (const m of readFileSync(join(src, file), 'utf8').matchAll(/'((?:group|member|app|token|user|sign-in_provider)\.[a-z_.-]+)'/g)) codes.add(m[1]!);
+      for (const m of readFileSync(join(src, file), 'utf8').matchAll(/'((?:group|member|app|token|user|sign-in_provider|webhook)\.[a-z_.-]+)'/g)) codes.add(m[1]!);
     }
     return codes;
   }
 
   it('lists every action the code can write', () => {
-    const found = [...actionCodesInSource()];
+    // Webhook events (`member.added`) share the prefixes of audit actions without being ones.
+    const found = [...actionCodesInSource()].filter((code) => !isWebhookEvent(code));
     expect(found.length).to.be.greaterThan(20);
     expect(found.filter((code) => !(AUDIT_ACTIONS as readonly string[]).includes(code))).to.deep.equal([]);
   });
