@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { tellWebhooks, WEBHOOK_EVENT_OF_AUDIT } from './webhook-events.js';
+import type { WebhookEvent } from '../vocabulary.js';
+import { tellWebhooks } from './webhook-events.js';
 
 /**
  * Every action an audit row can record: a row's `action` is one of these, and the audit logs
@@ -18,6 +19,27 @@ export const AUDIT_ACTIONS = [
   'sign-in_provider.add', 'sign-in_provider.update', 'sign-in_provider.disable', 'sign-in_provider.enable', 'sign-in_provider.remove',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * The webhook event each audited change of a group is told as. Changes not named here (tokens
+ * of an application ended by its owners, say) are in the group's audit log only.
+ */
+export const WEBHOOK_EVENT_OF_AUDIT: Partial<Record<AuditAction, WebhookEvent>> = {
+  'member.add': 'member.added',
+  'member.remove': 'member.removed',
+  'member.leave': 'member.removed',
+  'member.role': 'member.role_changed',
+  'app.create': 'application.created',
+  'app.update': 'application.updated',
+  'app.delete': 'application.deleted',
+  'app.secret.create': 'client_secret.created',
+  'app.secret.revoke': 'client_secret.revoked',
+  'group.update': 'group.updated',
+  // Told by deleteGroup before the group goes (its audit row is then the site's, with no group).
+  'group.delete': 'group.deleted',
+  'app.secret.report.revoke': 'credentials.revoked',
+  'app.token.report.revoke': 'credentials.revoked',
+};
 
 export interface AuditEvent {
   groupId: number | null;

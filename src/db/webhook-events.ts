@@ -1,33 +1,22 @@
 import type { Knex } from 'knex';
 import type { WebhookEvent } from '../vocabulary.js';
-import type { AuditAction, AuditEvent } from './audit.js';
 import { enqueueDeliveries } from './webhooks.js';
 
-/**
- * The webhook event each audited change of a group is told as. Changes not named here (tokens
- * of an application ended by its owners, say) are in the group's audit log only.
- */
-export const WEBHOOK_EVENT_OF_AUDIT: Partial<Record<AuditAction, WebhookEvent>> = {
-  'member.add': 'member.added',
-  'member.remove': 'member.removed',
-  'member.leave': 'member.removed',
-  'member.role': 'member.role_changed',
-  'app.create': 'application.created',
-  'app.update': 'application.updated',
-  'app.delete': 'application.deleted',
-  'app.secret.create': 'client_secret.created',
-  'app.secret.revoke': 'client_secret.revoked',
-  'group.update': 'group.updated',
-  'group.delete': 'group.deleted',
-  'app.secret.report.revoke': 'credentials.revoked',
-  'app.token.report.revoke': 'credentials.revoked',
-};
+/** A change of a group as its audit row records it: what the event's body is made of. */
+export interface GroupChange {
+  actorId: number | null;
+  /** The application that acted as itself (client credentials), when no user did. */
+  actorClientId?: string | null;
+  action: string;
+  target: string;
+  details?: Record<string, unknown>;
+}
 
 /**
  * Writes the deliveries of `event` about group `groupId` to its webhooks that listen, in the
  * caller's transaction (the same one as the change and its audit row).
  */
-export function tellWebhooks(db: Knex, groupId: number, event: WebhookEvent, change: AuditEvent, at: string): Promise<number> {
+export function tellWebhooks(db: Knex, groupId: number, event: WebhookEvent, change: GroupChange, at: string): Promise<number> {
   return enqueueDeliveries(db, groupId, event, () => eventBody(db, groupId, event, change, at), at);
 }
 
@@ -36,7 +25,7 @@ export function tellWebhooks(db: Knex, groupId: number, event: WebhookEvent, cha
  * application acting as itself, or null for the service itself and the administrators' CLI),
  * and the event's own data.
  */
-async function eventBody(db: Knex, groupId: number, event: WebhookEvent, change: AuditEvent, at: string): Promise<Record<string, unknown>> {
+async function eventBody(db: Knex, groupId: number, event: WebhookEvent, change: GroupChange, at: string): Promise<Record<string, unknown>> {
   const group = (await db('groups').where({ id: groupId }).first('id', 'path', 'name')) as { id: number; path: string; name: string } | undefined;
   const user = change.actorId ? ((await db('users').where({ id: change.actorId }).first('id', 'username')) as { id: number; username: string } | undefined) : undefined;
   const actor = user
@@ -56,7 +45,7 @@ async function eventBody(db: Knex, groupId: number, event: WebhookEvent, change:
 type Details = Record<string, unknown>;
 
 /** What each event says of its subject, from the audit row's target and details. */
-function eventData({ action, target, details = {} }: AuditEvent): Record<string, unknown> {
+function eventData({ action, target, details = {} }: GroupChange): Record<string, unknown> {
   const d = details as Details;
   switch (action) {
     case 'member.add':
