@@ -231,3 +231,11 @@ export async function insertRedelivery(db: Knex, of: DeliveryRow, hook: WebhookR
 export async function pruneDeliveries(db: Knex, before: string): Promise<number> {
   return db('webhook_deliveries').whereNot({ state: 'pending' }).where('created_at', '<', before).delete();
 }
+
+/** The latest delivery of each webhook of the group that has any (the outbox's index on webhook_id, id finds each). */
+export function latestDeliveries(db: Knex, groupId: number): Promise<DeliveryRow[]> {
+  return db('webhook_deliveries').whereIn(
+    'id',
+    db('webhook_deliveries').whereIn('webhook_id', db('webhooks').where({ group_id: groupId }).select('id')).groupBy('webhook_id').max('id'),
+  );
+}

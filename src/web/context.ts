@@ -72,6 +72,13 @@ export function formFields(ctx: Context): Record<string, string> {
   return out;
 }
 
+/** A form field that may be repeated (checkboxes): every string value, in order. */
+export function formList(ctx: Context, name: string): string[] {
+  const value = ((ctx.request as { body?: Record<string, unknown> }).body ?? {})[name];
+  const values = Array.isArray(value) ? value : [value];
+  return values.filter((v): v is string => typeof v === 'string');
+}
+
 const RETURN_BASE = 'http://return-to.invalid';
 
 /**

@@ -27,6 +27,7 @@ export const LABELS = {
   profile: { name: 'Name', email: 'E-mail address', current_password: 'Current password' },
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
+  webhook: { url: 'Payload URL', secret: 'Secret', events: 'Events', active: 'Active' },
   deleteAccount: { password: 'Your password' },
   forgotPassword: { email: 'Email' },
   resetPassword: { password: 'New password', password_confirmation: 'New password again' },

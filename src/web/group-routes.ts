@@ -418,8 +418,9 @@ const REPORTED_ACTIONS = new Set(['app.secret.report.revoke', 'app.token.report.
  */
 function groupAuditEvent(row: AuditRow, lang: Language) {
   const t = translator(lang);
-  const form = row.action.startsWith('app.') ? 'audit:_appFields' : 'groups:labels.group';
-  const fields: Record<string, string> = row.action.startsWith('app.') ? LABELS.app : LABELS.group;
+  const [form, fields]: [string, Record<string, string>] = row.action.startsWith('app.')
+    ? ['audit:_appFields', LABELS.app]
+    : row.action.startsWith('webhook.') ? ['webhooks:labels', LABELS.webhook] : ['groups:labels.group', LABELS.group];
   const details = auditDetails(auditDetailsOf(row), (field) => (Object.hasOwn(fields, field) ? t(`${form}.${field}`) : field), lang);
   const actor = row.actor_username
     ?? (row.actor_client_id ? t('groups:audit.application', { name: row.actor_app_name ?? row.actor_client_id }) : undefined)

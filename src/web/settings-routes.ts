@@ -12,7 +12,7 @@ import { groupsOfUser } from '../services/groups.js';
 import { authorizedApplicationsOf, revokeUserGrant } from '../services/grants.js';
 import { mayAddCredentials } from '../policies/account.js';
 import type { AccessConfirmation } from './confirm-access.js';
-import { formFields, requireUser, type WebDeps } from './context.js';
+import { formFields, formList, requireUser, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, keepFormForBack, sentOnceKey, submissionOf } from './one-time-key.js';
@@ -44,13 +44,6 @@ interface TokenForm {
   /** `all`: every group of mine; `selected`: only the groups checked. */
   groupAccess: string;
   groups: string[];
-}
-
-/** A form field that may be repeated (checkboxes): every string value, in order. */
-function formList(ctx: Context, name: string): string[] {
-  const value = ((ctx.request as { body?: Record<string, unknown> }).body ?? {})[name];
-  const values = Array.isArray(value) ? value : [value];
-  return values.filter((v): v is string => typeof v === 'string');
 }
 
 /**

@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
-import { makeApp, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeApp, makeGroup, makeUser } from '../helpers/factories.js';
 import { unescapeHtml } from '../helpers/html.js';
 import { expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
+import { addMember } from '../../src/services/groups.js';
+import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { LANGUAGES, type Language } from '../../src/i18n.js';
 
 /**
@@ -24,6 +26,10 @@ describe('Every page reached by links, in the reader\'s language', function () {
     const group = await makeGroup(idp.db, admin.id, { name: 'Living Room Screens' });
     await makeApp(idp.db, admin.id, group.id, { name: 'TV App' });
     await makeApp(idp.db, admin.id, group.id, { name: 'Phone App', type: 'public' });
+    // A webhook with a delivery (refused: this server allows no private targets), for its page's Recent deliveries.
+    const access = await groupAccess(idp.db, admin.id, group.id);
+    await createWebhook({ db: idp.db, cipher: undefined, allowPrivate: true }, access, { url: 'http://127.0.0.1:9/hook', secret: 'a-secret-for-the-crawl', events: ['member.added'] });
+    await addMember(idp.db, access, { user: (await makeUser(idp.db)).username, role: 'member' });
   });
 
   /** The site's own links of a page (no script, style, API or sign-out). */
@@ -74,7 +80,7 @@ describe('Every page reached by links, in the reader\'s language', function () {
       const { read, problems } = await crawl(browser, ['/groups', '/account/settings/profile', '/admin/users'], lang);
       // The crawl got round: the areas' pages, not only the seeds.
       expect(read.length, read.join(" ")).to.be.greaterThan(25);
-      for (const page of [/^\/admin\/users\/\d+$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/account\/settings\/tokens$/]) {
+      for (const page of [/^\/admin\/users\/\d+$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/account\/settings\/tokens$/]) {
         expect(read.some((path) => page.test(path)), `${page} among ${read.join(' ')}`).to.equal(true);
       }
       expect(problems, problems.join('\n')).to.deep.equal([]);

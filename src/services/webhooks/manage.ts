@@ -8,6 +8,7 @@ import { isWebhookEvent, type WebhookEvent } from '../../vocabulary.js';
 import { auditActor, changedFields } from '../context.js';
 import { requireGroupAction, type GroupAccess } from '../groups.js';
 import * as rules from '../rules.js';
+import { claimSubmission, completeSubmission, type SubmissionKey } from '../submissions.js';
 import { newWebhook, webhookChanges } from './rules.js';
 import { sealWebhookSecret } from './secrets.js';
 import { checkTarget, RefusedTarget } from './targets.js';
@@ -62,18 +63,24 @@ export async function webhookOfGroup(db: Knex, access: GroupAccess, id: number):
   return webhookOf(row);
 }
 
-export async function createWebhook(deps: WebhookDeps, access: GroupAccess, input: unknown): Promise<Webhook> {
+/**
+ * Adds a webhook. With the one-time key of the form that sent it (services/submissions.ts), a
+ * repeated submission adds nothing (RepeatedSubmission).
+ */
+export async function createWebhook(deps: WebhookDeps, access: GroupAccess, input: unknown, submission?: SubmissionKey): Promise<Webhook> {
   requireGroupAction(access, 'manage-webhooks');
   const fields = rules.parse(newWebhook, input);
   await requireReachable(deps, fields.url);
   const { actor, group } = access;
   const row = await deps.db.transaction(async (trx) => {
+    await claimSubmission(trx, submission);
     if ((await store.countWebhooks(trx, group.id)) >= MAX_WEBHOOKS_PER_GROUP) {
       throw new ConflictError('url', `a group can have at most ${MAX_WEBHOOKS_PER_GROUP} webhooks`);
     }
     const at = now();
     const created = await store.insertWebhook(trx, group.id, { ...fields, secret: sealWebhookSecret(deps.cipher, fields.secret) }, at);
     await recordAudit(trx, { groupId: group.id, ...auditActor(actor), action: 'webhook.create', target: fields.url, details: { events: fields.events }, ip: actor.ip }, at);
+    await completeSubmission(trx, submission, created.id);
     return created;
   });
   return webhookOf(row);
@@ -171,4 +178,11 @@ export async function redeliver(db: Knex, access: GroupAccess, webhookId: number
   const original = Number.isSafeInteger(deliveryId) ? await store.findDelivery(db, hook.id, deliveryId) : undefined;
   if (!original) throw new NotFoundError('no such delivery of this webhook');
   return deliveryOf(await store.insertRedelivery(db, original, hook, now()));
+}
+
+/** The latest delivery of each of the group's webhooks that has one, by webhook id (one query, for the list of webhooks). */
+export async function latestDeliveriesOf(db: Knex, access: GroupAccess): Promise<Map<number, Delivery>> {
+  requireGroupAction(access, 'manage-webhooks');
+  const rows = await store.latestDeliveries(db, access.group.id);
+  return new Map(rows.map((row) => [Number(row.webhook_id), deliveryOf(row)]));
 }
