@@ -193,6 +193,15 @@ export async function recordAttempt(db: Knex, row: DeliveryRow, outcome: Attempt
   return changed === 1;
 }
 
+/**
+ * Ends a webhook's deliveries still waiting to be sent (it was deleted or turned off): failed,
+ * with `why`. The claim of one being sent at this moment is taken too, so its outcome is not
+ * recorded over this.
+ */
+export async function cancelPendingDeliveries(db: Knex, webhookId: number, why: string, at: string): Promise<number> {
+  return db('webhook_deliveries').where({ webhook_id: webhookId, state: 'pending' }).update({ state: 'failed', error: why, claimed_until: null, next_attempt_at: at });
+}
+
 /** Lets claims go unused (the sender is stopping): the rows are due again at once. */
 export async function releaseClaims(db: Knex, rows: readonly DeliveryRow[]): Promise<void> {
   for (const row of rows) await db('webhook_deliveries').where({ id: row.id, claimed_until: row.claimed_until! }).update({ claimed_until: null });

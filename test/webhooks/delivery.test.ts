@@ -5,7 +5,7 @@ import { keyCipher } from '../../src/key-encryption.js';
 import { deleteApplication, generateClientSecret, revokeClientSecret, updateApplication } from '../../src/services/apps.js';
 import { deleteGroup } from '../../src/services/group-deletion.js';
 import { addMember, changeRole, removeMember, updateGroupSettings } from '../../src/services/groups.js';
-import { deliveriesOf, redeliver, updateWebhook } from '../../src/services/webhooks/manage.js';
+import { deleteWebhook, deliveriesOf, DELETED, redeliver, TURNED_OFF, updateWebhook } from '../../src/services/webhooks/manage.js';
 import { now } from '../../src/time.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../../src/vocabulary.js';
 import { call } from '../helpers/api.js';
@@ -199,6 +199,28 @@ describeEachProfile('Webhook deliveries', (profile) => {
     const [delivery] = await deliveriesOf(idp.db, await access(), webhook.id);
     expect(delivery).to.deep.include({ state: 'failed', responseStatus: 500, responseBody: 'broken', nextAttemptAt: null });
   });
+
+  for (const ending of ['turned off', 'deleted'] as const) {
+    it(`stops retrying a webhook's deliveries once it is ${ending}`, async () => {
+      const { owner, group, access } = await ownedGroup();
+      const hook = await receiver((_, res) => {
+        res.writeHead(503).end();
+        return true;
+      });
+      const webhook = await makeWebhook(idp.db, owner.id, group.id, hook.url, ['member.added']);
+      await addMember(idp.db, await access(), { user: (await makeUser(idp.db)).username, role: 'member' });
+      await until(hook, 2, 'attempts');
+      if (ending === 'turned off') await updateWebhook({ db: idp.db, cipher: undefined, allowPrivate: true }, await access(), webhook.id, { active: false });
+      else await deleteWebhook(idp.db, await access(), webhook.id);
+      // An attempt under way when it ended may still reach the receiver; none starts after it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const attempts = hook.received.length;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(hook.received.length).to.equal(attempts);
+      const row = (await idp.db('webhook_deliveries').where({ group_id: group.id }).first()) as { state: string; error: string };
+      expect(row).to.deep.include({ state: 'failed', error: ending === 'deleted' ? DELETED : TURNED_OFF });
+    });
+  }
 
   it('redelivers a delivery with the same delivery id and body, to the webhook\'s URL as it is now', async () => {
     const { owner, group, access } = await ownedGroup();

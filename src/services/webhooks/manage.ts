@@ -25,6 +25,10 @@ export const MAX_WEBHOOKS_PER_GROUP = 20;
 /** Recent deliveries shows this many of a webhook's latest. */
 export const RECENT_DELIVERIES = 30;
 
+/** Why a delivery waiting for a retry was not sent: its webhook was turned off, or deleted. */
+export const TURNED_OFF = 'not sent: the webhook was turned off';
+export const DELETED = 'not sent: the webhook was deleted';
+
 /** A webhook as the pages and the API show it: never its secret. */
 export interface Webhook {
   id: number;
@@ -100,6 +104,8 @@ export async function updateWebhook(deps: WebhookDeps, access: GroupAccess, id: 
   await deps.db.transaction(async (trx) => {
     const secret = fields.secret === undefined ? undefined : sealWebhookSecret(deps.cipher, fields.secret);
     if (!(await store.updateWebhook(trx, group.id, id, { ...after, secret }, at))) throw new NotFoundError('no such webhook in this group');
+    // Turned off: what was waiting for a retry is not sent either.
+    if (before.active && !after.active) await store.cancelPendingDeliveries(trx, id, TURNED_OFF, at);
     await recordAudit(trx, { groupId: group.id, ...auditActor(actor), action: 'webhook.update', target: after.url, details: { changes }, ip: actor.ip }, at);
   });
   return { ...before, ...after, updatedAt: at };
@@ -109,8 +115,9 @@ export async function deleteWebhook(db: Knex, access: GroupAccess, id: number): 
   const hook = await webhookOfGroup(db, access, id);
   const { actor, group } = access;
   await db.transaction(async (trx) => {
-    if (!(await store.deleteWebhook(trx, group.id, id))) throw new NotFoundError('no such webhook in this group');
     const at = now();
+    await store.cancelPendingDeliveries(trx, id, DELETED, at);
+    if (!(await store.deleteWebhook(trx, group.id, id))) throw new NotFoundError('no such webhook in this group');
     await recordAudit(trx, { groupId: group.id, ...auditActor(actor), action: 'webhook.delete', target: hook.url, details: { events: hook.events }, ip: actor.ip }, at);
   });
 }
