@@ -230,7 +230,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     ctx.body = file.body;
   });
   app.use(system.routes());
-  app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, dpopReplay: dpopReplay(db, redis, options.redisKeyPrefix), onFault }));
+  app.use(apiMiddleware({ db, provider, limits, issuer: config.issuer, dpopReplay: dpopReplay(db, redis, options.redisKeyPrefix), cipher, allowPrivateWebhooks: config.webhooks.allowPrivate, onFault }));
   // Below the API (which answers JSON for every path of its own): what nothing answers is a page.
   app.use(unansweredAsPage(deps));
 

@@ -12,6 +12,14 @@ export const recordId = z.int().min(1).max(MAX_ID);
  */
 export const recordIdText = z.codec(z.string().regex(/^[1-9][0-9]*$/), recordId, { decode: Number, encode: String });
 
+/**
+ * The id of a record of a table that may outgrow `integer` (a webhook delivery, a `bigint`): up to
+ * the largest integer a JSON number holds exactly.
+ */
+export const MAX_BIG_ID = Number.MAX_SAFE_INTEGER;
+export const bigRecordId = z.int().min(1).max(MAX_BIG_ID);
+export const bigRecordIdText = z.codec(z.string().regex(/^[1-9][0-9]*$/), bigRecordId, { decode: Number, encode: String });
+
 /** A client id fits its column; a longer one names no application, and is never looked up. */
 export const clientId = z.string().max(64);
 

@@ -134,18 +134,25 @@ export function requireScope(scope: Scope | typeof ADMIN_SCOPE | 'any', realm: s
  * An OAuth access token (`ho_`) was handed to a third-party application, whatever its scope; with
  * it, that application could point another application of its user's groups at a callback of its
  * own and mint a secret for it, and every person who had authorized that one would then be sent
- * there with a code. Checked before the group or application is looked up, so it tells nothing.
+ * there with a code. Managing webhooks is the same: with it, that application could point a
+ * webhook at a server of its own and be told of every change of the group from then on. Checked
+ * before the group or application is looked up, so it tells nothing. `what` names the act in the
+ * refusal.
  */
-export async function requirePersonalToken(ctx: Context, next: Next): Promise<void> {
-  if (authOf(ctx).kind !== 'personal') {
-    throw new AppError(
-      403,
-      'personal_token_required',
-      'creating, changing or deleting OAuth applications and their secrets needs a personal access token (ha_) of an owner of the group; an OAuth access token (ho_) given to an application cannot, whatever its scope',
-    );
-  }
-  await next();
+export function requirePersonalTokenFor(what: string) {
+  return async function requirePersonalToken(ctx: Context, next: Next): Promise<void> {
+    if (authOf(ctx).kind !== 'personal') {
+      throw new AppError(
+        403,
+        'personal_token_required',
+        `${what} needs a personal access token (ha_) of an owner of the group; an OAuth access token (ho_) given to an application cannot, whatever its scope`,
+      );
+    }
+    await next();
+  };
 }
+
+export const requirePersonalToken = requirePersonalTokenFor('creating, changing or deleting OAuth applications and their secrets');
 
 export function authOf(ctx: Context): ApiAuth {
   return ctx.state.auth as ApiAuth;

@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import { controlCharacterRule } from '../control-characters.js';
-import { clientId, recordIdText } from '../ids.js';
+import { bigRecordIdText, clientId, recordIdText } from '../ids.js';
 import { appJson, createdAppJson, newSecretJson, secretJson } from '../presenters/app.js';
 import { groupJson } from '../presenters/group.js';
 import { adminUserJson, apiUserJson } from '../presenters/user.js';
 import { auditEventJson } from '../presenters/audit.js';
+import { deliveryJson, webhookJson } from '../presenters/webhook.js';
+import { MAX_WEBHOOKS_PER_GROUP, RETRY_FOR_MS } from '../services/webhooks/manage.js';
+import { newWebhook, webhookChanges } from '../services/webhooks/rules.js';
+import { KEPT_FOR_MS } from '../services/webhooks/sender.js';
+import { redeliveryRequest } from './webhooks/routes.js';
 import { MAX_USER_QUERY } from './admin/routes.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import { OUTAGE_RETRY_AFTER_S } from '../storage.js';
@@ -45,6 +50,10 @@ const adminUserChange = z.object({
   data: AdminUser,
   changed: z.boolean().describe('False when the account already was so (disabling again still revokes its sessions and tokens)'),
 });
+const Webhook = webhookJson.meta({ id: 'Webhook' });
+const NewWebhook = newWebhook.meta({ id: 'NewWebhook' });
+const WebhookChanges = webhookChanges.meta({ id: 'WebhookChanges' });
+const WebhookDelivery = deliveryJson.meta({ id: 'WebhookDelivery' });
 const ReportAccepted = z.strictObject({ message: z.literal(REPORT_ACCEPTED.message) }).meta({ id: 'CredentialReportAccepted' });
 
 /**
@@ -135,13 +144,16 @@ const ownerAuthErrors = {
  * The changes of applications (create, edit, delete, secrets, revoke all user tokens) answer 403
  * to an OAuth access token too, whatever its scope: they take the person's own personal token.
  */
-const personalOwnerAuthErrors = {
+const personalOwnerAuthErrorsFor = (what: string) => ({
   401: authErrors[401],
   403: errorResponse(
-    'An OAuth access token (`ho_`) was sent (`personal_token_required`, whatever its scope: creating, changing and deleting applications and their secrets takes a personal access token, `ha_`), the token lacks `groups:read-write` (`insufficient_scope`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (`forbidden`: maintainers and members are refused), ' + GROUP_REFUSALS,
+    `An OAuth access token (\`ho_\`) was sent (\`personal_token_required\`, whatever its scope: ${what} takes a personal access token, \`ha_\`), the token lacks \`groups:read-write\` (\`insufficient_scope\`, with a WWW-Authenticate challenge naming the scope), the user is not an owner of the group (\`forbidden\`: maintainers and members are refused), ` + GROUP_REFUSALS,
     { 'WWW-Authenticate': { required: false, ...textHeader('RFC 6750 Bearer challenge; only with insufficient_scope') } },
   ),
-};
+});
+const personalOwnerAuthErrors = personalOwnerAuthErrorsFor('creating, changing and deleting applications and their secrets');
+/** The changes of webhooks answer 403 to an OAuth access token too: with one, an application could have a group's events sent to it. */
+const webhookChangeAuthErrors = personalOwnerAuthErrorsFor('creating, changing and deleting webhooks, and redelivering their events,');
 const PERSONAL = 'Scope `groups:read-write`, with a personal access token (`ha_`) of an owner: an OAuth access token (`ho_`) is refused (403 `personal_token_required`) whatever its scope.';
 /** A JSON request body; its text fields state that control characters are refused, as the API's body check does. */
 const jsonBody = (schema: z.ZodType, description: string, required = false, refusesControlCharacters = true) => {
@@ -153,10 +165,10 @@ const jsonBody = (schema: z.ZodType, description: string, required = false, refu
 /** Appends the control-character rule to the description of every text (or list of text) property, at any depth. */
 function stateControlCharacterRule(node: unknown): void {
   if (!node || typeof node !== 'object') return;
-  const { properties } = node as { properties?: Record<string, { type?: string; enum?: unknown; items?: { type?: string }; description?: string }> };
+  const { properties } = node as { properties?: Record<string, { type?: string; enum?: unknown; items?: { type?: string; enum?: unknown }; description?: string }> };
   for (const [name, property] of Object.entries(properties ?? {})) {
     // Free text only: a value of an enum is refused for anything else already.
-    const text = (property.type === 'string' && !property.enum) || (property.type === 'array' && property.items?.type === 'string');
+    const text = (property.type === 'string' && !property.enum) || (property.type === 'array' && property.items?.type === 'string' && !property.items.enum);
     if (!text) continue;
     const said = property.description?.replace(/([^.])$/, '$1.');
     property.description = [said, controlCharacterRule(name)].filter(Boolean).join(' ');
@@ -193,6 +205,13 @@ const adminAuthErrors = {
 const ADMIN = 'Scope `admin`: a personal access token (`ha_`) of a site administrator, who alone can make one; refused (403) once its owner is no longer one.';
 const userIdParam = parameter('id', 'path', recordIdText, 'The user\'s id');
 const clientIdParam = parameter('clientID', 'path', clientId, 'The application\'s client ID');
+const hookIdParam = parameter('hookId', 'path', recordIdText, 'The webhook\'s id');
+const deliveryIdParam = parameter('deliveryId', 'path', bigRecordIdText, 'The delivery\'s id');
+const NO_WEBHOOK = 'No such group or webhook, or the caller is not a member of the group (a webhook of another group is one that does not exist here)';
+const NO_DELIVERY = 'No such group, webhook or delivery, or the caller is not a member of the group (a webhook or delivery of another is one that does not exist here)';
+const REFUSED_URL =
+  '`url` is refused (error_description names it): a private, loopback, link-local or reserved address, or a host name that resolves to one or does not resolve, unless the operator allows private targets (`WEBHOOKS_ALLOW_PRIVATE`)';
+const DAYS = (ms: number) => ms / (24 * 60 * 60 * 1000);
 
 export function openApiDocument(issuer: string) {
   const document = {
@@ -201,7 +220,7 @@ export function openApiDocument(issuer: string) {
       title: 'Horizon ID API',
       version: '2',
       description:
-        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes; creating, changing and deleting OAuth applications and their secrets also takes a personal access token (an OAuth access token only reads them). A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
+        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes; creating, changing and deleting OAuth applications and their secrets, and webhooks, also takes a personal access token (an OAuth access token only reads them). A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
     },
     servers: [{ url: `${issuer}/apis/v2` }],
     security: [{ bearer: [] }],
@@ -478,6 +497,117 @@ export function openApiDocument(issuer: string) {
             400: invalid('The secretID is not a positive integer'),
             ...personalOwnerAuthErrors,
             404: errorResponse('No such application or secret, or the caller is not a member of the group'),
+          },
+        },
+      },
+      '/groups/{id}/webhooks': {
+        get: {
+          operationId: 'listWebhooks',
+          summary: 'The webhooks of a group (owners only)',
+          description: `Scope \`groups:read-write\`; the caller must be an owner of the group. Ascending \`id\`, paginated, with a \`Link\` header; a group has at most ${MAX_WEBHOOKS_PER_GROUP}. A webhook's secret is never shown.`,
+          parameters: [groupIdParam, ...pageParams],
+          responses: {
+            200: pageResponse('One page of webhooks', Webhook),
+            400: invalid('The id or a pagination parameter is invalid'),
+            ...ownerAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+        post: {
+          operationId: 'createWebhook',
+          summary: 'Create a webhook of a group (owners only)',
+          description:
+            `${PERSONAL} Each event of the group named in \`events\` is POSTed to \`url\` as JSON (\`{event, occurred_at, group, actor, data}\`) with the headers \`X-Horizon-Event\`, \`X-Horizon-Delivery\` (a GUID), \`X-Horizon-Hook-ID\` and \`X-Horizon-Signature-256: sha256=<hex HMAC-SHA256 of the body with the secret>\` (GitHub's scheme). A delivery not answered with a 2xx is tried again, waiting twice as long each time, for ${RETRY_FOR_MS / 3_600_000} hours from the event. A group has at most ${MAX_WEBHOOKS_PER_GROUP} webhooks (one more is a 409). Recorded in the group's audit log (\`webhook.create\`).`,
+          parameters: [groupIdParam],
+          requestBody: jsonBody(NewWebhook, 'The webhook\'s fields; an unknown field is a 400', true),
+          responses: {
+            201: jsonResponse('The webhook (never its secret)', data(Webhook), { Location: textHeader('The webhook\'s URL in this API') }),
+            400: invalid(`A field is missing, of the wrong type, unknown or invalid, or ${REFUSED_URL}`),
+            ...webhookChangeAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+            409: errorResponse(`The group already has ${MAX_WEBHOOKS_PER_GROUP} webhooks (\`conflict\`)`),
+          },
+        },
+      },
+      '/groups/{id}/webhooks/{hookId}': {
+        get: {
+          operationId: 'getWebhook',
+          summary: 'One webhook of a group (owners only)',
+          description: 'Scope `groups:read-write`; the caller must be an owner of the group. Its secret is never shown.',
+          parameters: [groupIdParam, hookIdParam],
+          responses: {
+            200: jsonResponse('The webhook', data(Webhook)),
+            400: invalid('The id or the hookId is not a positive integer'),
+            ...ownerAuthErrors,
+            404: errorResponse(NO_WEBHOOK),
+          },
+        },
+        patch: {
+          operationId: 'updateWebhook',
+          summary: 'Edit any of the fields of a webhook (owners only)',
+          description: `${PERSONAL} Fields left out keep their value; the secret is kept unless a new one is given. Deliveries already made keep the URL and secret they were made with. Each change is recorded in the group's audit log (\`webhook.update\`; a new secret as changed, never its value).`,
+          parameters: [groupIdParam, hookIdParam],
+          requestBody: jsonBody(WebhookChanges, 'The fields to change; an unknown field is a 400'),
+          responses: {
+            200: jsonResponse('The webhook as it is now', data(Webhook)),
+            400: invalid(`The id or the hookId is not a positive integer, a field is of the wrong type, unknown or invalid, or ${REFUSED_URL}`),
+            ...webhookChangeAuthErrors,
+            404: errorResponse(NO_WEBHOOK),
+          },
+        },
+        delete: {
+          operationId: 'deleteWebhook',
+          summary: 'Delete a webhook (owners only)',
+          description: `${PERSONAL} Nothing more is delivered to it; deliveries already made are still sent. Recorded in the group's audit log (\`webhook.delete\`).`,
+          parameters: [groupIdParam, hookIdParam],
+          responses: {
+            204: noContent('Deleted'),
+            400: invalid('The id or the hookId is not a positive integer'),
+            ...webhookChangeAuthErrors,
+            404: errorResponse(NO_WEBHOOK),
+          },
+        },
+      },
+      '/groups/{id}/webhooks/{hookId}/deliveries': {
+        get: {
+          operationId: 'listWebhookDeliveries',
+          summary: 'A webhook\'s deliveries, newest first (owners only)',
+          description: `Scope \`groups:read-write\`; the caller must be an owner of the group. Each delivery with its request (headers, but never the signature, and body) and the answer to its last attempt. Newest first, paginated, with a \`Link\` header. Deliveries are kept for ${DAYS(KEPT_FOR_MS)} days from when they were made (a pending one until it is over).`,
+          parameters: [groupIdParam, hookIdParam, ...pageParams],
+          responses: {
+            200: pageResponse('One page of deliveries', WebhookDelivery),
+            400: invalid('The id, the hookId or a pagination parameter is invalid'),
+            ...ownerAuthErrors,
+            404: errorResponse(NO_WEBHOOK),
+          },
+        },
+      },
+      '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}': {
+        get: {
+          operationId: 'getWebhookDelivery',
+          summary: 'One delivery of a webhook (owners only)',
+          description: 'Scope `groups:read-write`; the caller must be an owner of the group.',
+          parameters: [groupIdParam, hookIdParam, deliveryIdParam],
+          responses: {
+            200: jsonResponse('The delivery', data(WebhookDelivery)),
+            400: invalid('The id, the hookId or the deliveryId is not a positive integer'),
+            ...ownerAuthErrors,
+            404: errorResponse(NO_DELIVERY),
+          },
+        },
+      },
+      '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts': {
+        post: {
+          operationId: 'redeliverWebhookDelivery',
+          summary: 'Redeliver a delivery (owners only)',
+          description: `${PERSONAL} The delivery's event is sent again, with the same \`X-Horizon-Delivery\` and body, to the webhook's URL and with its secret as they are now: a new delivery (\`redelivery: true\`), due at once and tried again like any other.`,
+          parameters: [groupIdParam, hookIdParam, deliveryIdParam],
+          requestBody: jsonBody(redeliveryRequest, 'Nothing, or an empty object'),
+          responses: {
+            202: jsonResponse('The new delivery, not sent yet', data(WebhookDelivery), { Location: textHeader('The new delivery\'s URL in this API') }),
+            400: invalid('The id, the hookId or the deliveryId is not a positive integer, or the body has a field (none is taken)'),
+            ...webhookChangeAuthErrors,
+            404: errorResponse(NO_DELIVERY),
           },
         },
       },

@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { MAX_ID, parseId } from '../ids.js';
+import { bigRecordIdText, MAX_BIG_ID, MAX_ID, parseId } from '../ids.js';
 import * as rules from '../services/rules.js';
 
-/** A positive integer path parameter such as a group id. */
-export function idParam(ctx: Context, name: string): number {
-  const id = parseId(ctx.params[name]);
-  if (id === undefined) throw new ValidationError(name, `${name} must be an integer from 1 to ${MAX_ID}`);
+/** A positive integer path parameter such as a group id; `bigint` for the id of a row of a `bigint` column (a webhook delivery). */
+export function idParam(ctx: Context, name: string, column: 'integer' | 'bigint' = 'integer'): number {
+  const id = column === 'integer' ? parseId(ctx.params[name]) : bigRecordIdText.safeParse(ctx.params[name]).data;
+  if (id === undefined) throw new ValidationError(name, `${name} must be an integer from 1 to ${column === 'integer' ? MAX_ID : MAX_BIG_ID}`);
   return id;
 }
 

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { AppError } from '../errors.js';
+import type { KeyCipher } from '../key-encryption.js';
 import type { DpopReplay } from '../services/dpop-replay.js';
 import type { Limits } from '../services/limits.js';
 import { adminApi } from './admin/routes.js';
@@ -18,6 +19,7 @@ import { groupsApi } from './groups/routes.js';
 import { API_DOCS_PAGE } from './docs.js';
 import { openApiDocument } from './openapi.js';
 import { userApi } from './user/routes.js';
+import { webhooksApi } from './webhooks/routes.js';
 
 export { API_PREFIX };
 
@@ -28,6 +30,10 @@ interface ApiDeps {
   issuer: string;
   /** The accepted DPoP proofs, shared by every instance. */
   dpopReplay: DpopReplay;
+  /** KEYS_SECRET's cipher, which seals webhook secrets. */
+  cipher: KeyCipher | undefined;
+  /** Webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE). */
+  allowPrivateWebhooks: boolean;
 }
 
 /** Request bodies are JSON of at most MAX_BODY_KIB; anything else with a body is a 415. */
@@ -79,6 +85,7 @@ function apiRouter(deps: ApiDeps): Router {
     userApi({ db: deps.db, realm }),
     appsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
     adminApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
+    webhooksApi({ db: deps.db, cipher: deps.cipher, allowPrivate: deps.allowPrivateWebhooks, issuer: deps.issuer, realm }),
   ]) {
     router.use(routes.routes());
   }

@@ -207,9 +207,13 @@ export async function releaseClaims(db: Knex, rows: readonly DeliveryRow[]): Pro
   for (const row of rows) await db('webhook_deliveries').where({ id: row.id, claimed_until: row.claimed_until! }).update({ claimed_until: null });
 }
 
-/** A webhook's latest deliveries, newest first. */
-export function listDeliveries(db: Knex, webhookId: number, limit: number): Promise<DeliveryRow[]> {
-  return db('webhook_deliveries').where({ webhook_id: webhookId }).orderBy('id', 'desc').limit(limit);
+/** A webhook's latest deliveries, newest first, from the `offset`-th on. */
+export function listDeliveries(db: Knex, webhookId: number, limit: number, offset = 0): Promise<DeliveryRow[]> {
+  return db('webhook_deliveries').where({ webhook_id: webhookId }).orderBy('id', 'desc').limit(limit).offset(offset);
+}
+
+export function countDeliveries(db: Knex, webhookId: number): Promise<number> {
+  return db('webhook_deliveries').where({ webhook_id: webhookId }).count({ n: '*' }).first().then((row) => Number(row?.n ?? 0));
 }
 
 export function findDelivery(db: Knex, webhookId: number, id: number): Promise<DeliveryRow | undefined> {

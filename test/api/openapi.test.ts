@@ -4,6 +4,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember, updateGroupSettings } from '../../src/services/groups.js';
+import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { appAccess, groupAccess, makeApp, makeClient, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
@@ -11,7 +12,8 @@ import { oauthTokens } from '../helpers/oauth.js';
 import { documentChecker, inlineRefs, strictAjv, type Json } from '../helpers/openapi.js';
 
 describeEachProfile('API OpenAPI document', (profile) => {
-  const idp = useIdp(profile);
+  // Private webhook targets allowed, so that a webhook can be made to a loopback address nothing answers.
+  const idp = useIdp(profile, { WEBHOOKS_ALLOW_PRIVATE: 'true' });
   let doc: Json;
   let ajv: Ajv2020;
   /** Checks a live response against the document: a documented status, its JSON schema, its headers. */
@@ -175,6 +177,10 @@ describeEachProfile('API OpenAPI document', (profile) => {
       adminId: number;
       /** A user for the administrator to disable and enable. */
       targetId: number;
+      /** A webhook of `foreignGroupId`, with one delivery (`deliveryId`), and one for deleting. */
+      hookId: number;
+      deliveryId: number;
+      doomedHookId: number;
     };
 
     before(async () => {
@@ -195,6 +201,12 @@ describeEachProfile('API OpenAPI document', (profile) => {
       await setSiteAdmin(db, { userId: 0, ip: null, admin: true }, siteAdmin, true);
       const capped = await makeGroup(db, user.id);
       await updateGroupSettings(db, await groupAccess(db, user.id, capped.id), { name: capped.name, description: '', visibilityLevel: 'private', personalTokenMaxLifetimeDays: 7 });
+      const webhooks = { db, cipher: undefined, allowPrivate: true };
+      const newHook = { url: 'http://127.0.0.1:9/hook', secret: 'a-secret-of-some-length', events: ['member.added'] };
+      const hook = await createWebhook(webhooks, await groupAccess(db, owner.id, foreign.id), newHook);
+      const doomedHook = await createWebhook(webhooks, await groupAccess(db, owner.id, foreign.id), { ...newHook, events: ['group.deleted'] });
+      await addMember(db, await groupAccess(db, owner.id, foreign.id), { user: (await makeUser(db)).username, role: 'member' });
+      const delivery = (await db('webhook_deliveries').where({ webhook_id: hook.id }).first()) as { id: number | string };
       fixture = {
         pat: await personalToken(idp.db, user.id),
         patNoEmail: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'], expiresInDays: null }),
@@ -217,10 +229,14 @@ describeEachProfile('API OpenAPI document', (profile) => {
         admin: await personalToken(idp.db, siteAdmin.id, { scopes: ['admin'] }),
         adminId: siteAdmin.id,
         targetId: (await makeUser(db)).id,
+        hookId: hook.id,
+        deliveryId: Number(delivery.id),
+        doomedHookId: doomedHook.id,
       };
     });
 
     type Method = 'get' | 'post' | 'patch' | 'delete';
+    const newHook = { url: 'http://127.0.0.1:9/documented', secret: 'a-secret-of-some-length', events: ['member.added', 'group.updated'] };
     const newApp = { name: 'Documented', homepageURL: 'https://doc.example.test', description: 'd', callbackURL: 'https://doc.example.test/cb' };
     const cases: Array<{ name: string; method: Method; template: string; path: () => string; token?: () => string; body?: unknown; contentType?: string; status: number }> = [
       { name: 'list of groups (ha_)', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.pat, status: 200 },
@@ -299,6 +315,32 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'a bad until', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events?until=2000-01-01', token: () => fixture.admin, status: 400 },
       { name: 'a token without admin', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events', token: () => fixture.owner, status: 403 },
       { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
+
+      { name: 'a group’s webhooks', method: 'get', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks?pageSize=1`, token: () => fixture.owner, status: 200 },
+      { name: 'bad pageSize', method: 'get', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks?pageSize=x`, token: () => fixture.owner, status: 400 },
+      { name: 'a member, not an owner', method: 'get', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.groupId}/webhooks`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'a group of others', method: 'get', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks`, token: () => fixture.patNoEmail, status: 404 },
+      { name: 'a new webhook', method: 'post', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks`, token: () => fixture.owner, body: newHook, status: 201 },
+      { name: 'a short secret', method: 'post', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks`, token: () => fixture.owner, body: { ...newHook, secret: 'short' }, status: 400 },
+      { name: 'an OAuth token', method: 'post', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks`, token: () => fixture.oauth, body: newHook, status: 403 },
+      { name: 'a group of others', method: 'post', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks`, token: () => fixture.patNoEmail, body: newHook, status: 404 },
+      { name: 'one webhook', method: 'get', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}`, token: () => fixture.owner, status: 200 },
+      { name: 'a bad hookId', method: 'get', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/x`, token: () => fixture.owner, status: 400 },
+      { name: 'a webhook of another group', method: 'get', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.groupId}/webhooks/${fixture.hookId}`, token: () => fixture.owner, status: 404 },
+      { name: 'a webhook edit', method: 'patch', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}`, token: () => fixture.owner, body: { events: ['member.added', 'member.removed'], active: false }, status: 200 },
+      { name: 'an unknown event', method: 'patch', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}`, token: () => fixture.owner, body: { events: ['push'] }, status: 400 },
+      { name: 'a member, not an owner', method: 'patch', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.groupId}/webhooks/${fixture.hookId}`, token: () => fixture.patNoEmail, body: { active: true }, status: 403 },
+      { name: 'a webhook deletion', method: 'delete', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.doomedHookId}`, token: () => fixture.owner, status: 204 },
+      { name: 'a deleted webhook', method: 'delete', template: '/groups/{id}/webhooks/{hookId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.doomedHookId}`, token: () => fixture.owner, status: 404 },
+      { name: 'a webhook’s deliveries', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries`, token: () => fixture.owner, status: 200 },
+      { name: 'bad pageNumber', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries?pageNumber=0`, token: () => fixture.owner, status: 400 },
+      { name: 'a read-only token', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries', path: () => `/groups/${fixture.groupId}/webhooks/${fixture.hookId}/deliveries`, token: () => fixture.pat, status: 403 },
+      { name: 'one delivery', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/${fixture.deliveryId}`, token: () => fixture.owner, status: 200 },
+      { name: 'an unknown delivery', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/9007199254740991`, token: () => fixture.owner, status: 404 },
+      { name: 'a bad deliveryId', method: 'get', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/9007199254740992`, token: () => fixture.owner, status: 400 },
+      { name: 'a redelivery', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, status: 202 },
+      { name: 'a field in the body', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, body: { url: 'x' }, status: 400 },
+      { name: 'a delivery of a deleted webhook', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.doomedHookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, status: 404 },
     ];
 
     for (const c of cases) {

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { addMember } from '../../src/services/groups.js';
+import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, PASSWORD, personalToken, type TestUser } from '../helpers/factories.js';
@@ -322,7 +323,14 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     const admin = await makeUser(server.db, { username: `admin-${tag}` });
     await setSiteAdmin(server.db, { userId: 0, ip: null, admin: true }, admin, true);
     const group = await makeGroup(server.db, owner.id, { path: `fuzz-${tag}` });
+    // A webhook (to an address the sender refuses at once: private targets are not allowed here) that is told of the member added next.
+    const hook = await createWebhook({ db: server.db, cipher: undefined, allowPrivate: true }, await groupAccess(server.db, owner.id, group.id), {
+      url: 'http://127.0.0.1:9/hook',
+      secret: 'a-secret-of-some-length',
+      events: ['member.added'],
+    });
     await addMember(server.db, await groupAccess(server.db, owner.id, group.id), { user: member.username, role: 'member' });
+    const delivery = (await server.db('webhook_deliveries').where({ webhook_id: hook.id }).first()) as { id: number | string };
     const app = await makeApp(server.db, owner.id, group.id, { name: 'Fuzz App', deviceFlow: true });
     const code = await fetch(`${server.url}/login/oauth/device/code`, {
       method: 'POST',
@@ -344,6 +352,8 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       callback: CALLBACK,
       userCode: code.user_code,
       deviceCode: code.device_code,
+      hookId: String(hook.id),
+      deliveryId: String(delivery.id),
     };
     return {
       owner,

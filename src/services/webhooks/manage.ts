@@ -20,6 +20,9 @@ export interface WebhookDeps {
   allowPrivate: boolean;
 }
 
+/** How long a delivery is retried, for the surfaces that state it. */
+export { RETRY_FOR_MS } from '../../db/webhooks.js';
+
 /** GitHub's limit per repository: a group with more is better served by one receiver that fans out. */
 export const MAX_WEBHOOKS_PER_GROUP = 20;
 /** Recent deliveries shows this many of a webhook's latest. */
@@ -126,6 +129,8 @@ export async function deleteWebhook(db: Knex, access: GroupAccess, id: number): 
 export interface Delivery {
   id: number;
   guid: string;
+  /** Null once the webhook is deleted (its deliveries are kept for the group's record until pruned). */
+  webhookId: number | null;
   event: WebhookEvent;
   state: store.DeliveryState;
   redelivery: boolean;
@@ -146,6 +151,7 @@ function deliveryOf(row: store.DeliveryRow): Delivery {
   return {
     id: Number(row.id),
     guid: row.guid,
+    webhookId: row.webhook_id === null ? null : Number(row.webhook_id),
     event: row.event,
     state: row.state,
     redelivery: Boolean(row.redelivery),
@@ -166,6 +172,13 @@ function deliveryOf(row: store.DeliveryRow): Delivery {
 export async function deliveriesOf(db: Knex, access: GroupAccess, webhookId: number): Promise<Delivery[]> {
   const hook = await webhookOfGroup(db, access, webhookId);
   return (await store.listDeliveries(db, hook.id, RECENT_DELIVERIES)).map(deliveryOf);
+}
+
+/** One page of a webhook's deliveries, newest first, out of all that are kept. */
+export async function deliveryPage(db: Knex, access: GroupAccess, webhookId: number, page: { limit: number; offset: number }): Promise<{ total: number; items: Delivery[] }> {
+  const hook = await webhookOfGroup(db, access, webhookId);
+  const total = await store.countDeliveries(db, hook.id);
+  return { total, items: (await store.listDeliveries(db, hook.id, page.limit, page.offset)).map(deliveryOf) };
 }
 
 export async function deliveryOfWebhook(db: Knex, access: GroupAccess, webhookId: number, deliveryId: number): Promise<Delivery> {

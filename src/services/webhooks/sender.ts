@@ -7,9 +7,13 @@ import { claimDueDeliveries, pruneDeliveries, recordAttempt, releaseClaims, type
 import type { KeyCipher } from '../../key-encryption.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
+import { deliveryHeaders, USER_AGENT } from '../../presenters/webhook.js';
 import { toIso } from '../../time.js';
 import { openWebhookSecret } from './secrets.js';
 import { guardedLookup, hostOf, isPublicAddress, RefusedTarget } from './targets.js';
+
+/** Where the sender's readers look for it; it is the presenter's, which shows the headers too. */
+export { USER_AGENT };
 
 export interface SenderOptions {
   db: Knex;
@@ -40,9 +44,7 @@ const MAX_WAIT_MS = 60 * 60 * 1000;
 /** What of a response body is kept for Recent deliveries. */
 const KEPT_BODY = 2000;
 /** Finished deliveries are kept this long for Recent deliveries. */
-const KEPT_FOR_MS = 30 * 24 * 60 * 60 * 1000;
-
-export const USER_AGENT = 'Horizon-ID-Hookshot/1';
+export const KEPT_FOR_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** `sha256=<hex HMAC-SHA256 of the body>`: GitHub's X-Hub-Signature-256, so existing verifiers check it. */
 export function signatureOf(secret: string, body: string): string {
@@ -173,12 +175,8 @@ async function send(row: DeliveryRow, options: SenderOptions, cut: AbortSignal):
   }
   const body = Buffer.from(row.payload);
   const headers = {
-    'Content-Type': 'application/json',
+    ...deliveryHeaders({ event: row.event, guid: row.guid, webhookId: row.webhook_id }),
     'Content-Length': String(body.length),
-    'User-Agent': USER_AGENT,
-    'X-Horizon-Event': row.event,
-    'X-Horizon-Delivery': row.guid,
-    'X-Horizon-Hook-ID': String(row.webhook_id ?? ''),
     'X-Horizon-Signature-256': signatureOf(secret, row.payload),
   };
   const signal = AbortSignal.any([cut, AbortSignal.timeout(options.timeoutMs)]);
