@@ -48,3 +48,23 @@ export function keyCipher(secret: string): KeyCipher {
     },
   };
 }
+
+/**
+ * Sealing for one kind of secret the service must read again (not only compare): sealed with
+ * KEYS_SECRET when one is set, as the signing keys are, and in clear otherwise. `kind` is bound
+ * into the encryption, so a value cannot be moved to another kind's row; `what` names it in the
+ * error when it is sealed and no KEYS_SECRET is set.
+ */
+export function secretsOfKind(kind: string, what: string) {
+  return {
+    seal(cipher: KeyCipher | undefined, secret: string): string {
+      return cipher ? cipher.seal(kind, secret) : secret;
+    },
+    /** Throws KeysSecretError when the value was sealed under another KEYS_SECRET. */
+    open(cipher: KeyCipher | undefined, stored: string): string {
+      if (!isSealed(stored)) return stored;
+      if (!cipher) throw new Error(`${what} is encrypted, and no KEYS_SECRET is set`);
+      return cipher.open(kind, stored);
+    },
+  };
+}

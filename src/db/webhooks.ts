@@ -252,3 +252,36 @@ export function latestDeliveries(db: Knex, groupId: number): Promise<DeliveryRow
     db('webhook_deliveries').whereIn('webhook_id', db('webhooks').where({ group_id: groupId }).select('id')).groupBy('webhook_id').max('id'),
   );
 }
+
+/** A webhook as the pages and the API show it: never its secret. */
+export interface Webhook {
+  id: number;
+  groupId: number;
+  url: string;
+  events: WebhookEvent[];
+  active: boolean;
+  createdAt: string | Date;
+  updatedAt: string | Date;
+}
+
+/** A delivery as Recent deliveries and the API show it: the request (headers and body) and what answered, never the secret. */
+export interface Delivery {
+  id: number;
+  guid: string;
+  /** Null once the webhook is deleted (its deliveries are kept for the group's record until pruned). */
+  webhookId: number | null;
+  event: WebhookEvent;
+  state: DeliveryState;
+  redelivery: boolean;
+  attempts: number;
+  createdAt: string | Date;
+  lastAttemptAt: string | Date | null;
+  /** When a pending delivery is tried next. */
+  nextAttemptAt: string | Date | null;
+  url: string;
+  requestBody: string;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number | null;
+}

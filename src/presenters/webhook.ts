@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RETRY_FOR_MS, type DeliveryState } from '../db/webhooks.js';
+import { RETRY_FOR_MS, type Delivery, type DeliveryState, type Webhook } from '../db/webhooks.js';
 import { bigRecordId, recordId } from '../ids.js';
 import { toIso } from '../time.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../vocabulary.js';
@@ -24,35 +24,7 @@ export function deliveryHeaders(delivery: { event: WebhookEvent; guid: string; w
   } as const;
 }
 
-/** A webhook as services/webhooks hands it out. */
-interface WebhookRecord {
-  id: number;
-  url: string;
-  events: readonly WebhookEvent[];
-  active: boolean;
-  createdAt: string | Date;
-  updatedAt: string | Date;
-}
 
-/** A delivery as services/webhooks hands it out. */
-interface DeliveryRecord {
-  id: number;
-  guid: string;
-  webhookId: number | null;
-  event: WebhookEvent;
-  state: DeliveryState;
-  redelivery: boolean;
-  attempts: number;
-  createdAt: string | Date;
-  lastAttemptAt: string | Date | null;
-  nextAttemptAt: string | Date | null;
-  url: string;
-  requestBody: string;
-  responseStatus: number | null;
-  responseBody: string | null;
-  error: string | null;
-  durationMs: number | null;
-}
 
 const event = z.enum(WEBHOOK_EVENTS);
 
@@ -67,7 +39,7 @@ export const webhookJson = z.object({
 });
 export type WebhookJson = z.infer<typeof webhookJson>;
 
-export function presentWebhook(hook: WebhookRecord): WebhookJson {
+export function presentWebhook(hook: Webhook): WebhookJson {
   return {
     id: hook.id,
     url: hook.url,
@@ -121,7 +93,7 @@ export const deliveryJson = z.object({
 });
 export type DeliveryJson = z.infer<typeof deliveryJson>;
 
-export function presentDelivery(delivery: DeliveryRecord): DeliveryJson {
+export function presentDelivery(delivery: Delivery): DeliveryJson {
   return {
     id: delivery.id,
     guid: delivery.guid,

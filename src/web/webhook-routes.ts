@@ -6,6 +6,7 @@ import { NotFoundError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
 import { pageLanguage, pageT, translateMessage, type Language, type Translate } from '../i18n.js';
 import { parseId } from '../ids.js';
+import { presentDelivery } from '../presenters/webhook.js';
 import type { GroupAccess } from '../services/groups.js';
 import {
   createWebhook,
@@ -22,7 +23,6 @@ import {
   type WebhookDeps,
 } from '../services/webhooks/manage.js';
 import { MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_SECRET_LENGTH } from '../services/webhooks/rules.js';
-import { USER_AGENT } from '../services/webhooks/sender.js';
 import { toIso } from '../time.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../vocabulary.js';
 import { formFields, formList, type WebDeps } from './context.js';
@@ -90,34 +90,19 @@ function prettyJson(text: string): string {
 }
 
 /**
- * A delivery as Recent deliveries in `lang` shows it: its state, and the request as it was sent
- * (the signature masked: the page never computes one) with what answered.
+ * A delivery as Recent deliveries in `lang` shows it: what the API shows of it, the request's
+ * headers as lines (the signature masked: the page never computes one), its body indented, and
+ * the error in the reader's language.
  */
-function presentDelivery(delivery: Delivery, hook: Webhook, lang: Language) {
+function presentDeliveryOnPage(delivery: Delivery, lang: Language) {
+  const { request, response, ...shown } = presentDelivery(delivery);
   return {
-    id: delivery.id,
-    guid: delivery.guid,
-    event: delivery.event,
-    state: delivery.state,
-    redelivery: delivery.redelivery,
-    attempts: delivery.attempts,
-    createdAt: toIso(delivery.createdAt),
-    lastAttemptAt: toIso(delivery.lastAttemptAt),
-    nextAttemptAt: toIso(delivery.nextAttemptAt),
-    url: delivery.url,
-    requestHeaders: [
-      ['Content-Type', 'application/json'],
-      ['User-Agent', USER_AGENT],
-      ['X-Horizon-Event', delivery.event],
-      ['X-Horizon-Delivery', delivery.guid],
-      ['X-Horizon-Hook-ID', String(hook.id)],
-      ['X-Horizon-Signature-256', 'sha256=…'],
-    ],
-    requestBody: prettyJson(delivery.requestBody),
-    responseStatus: delivery.responseStatus,
-    responseBody: delivery.responseBody,
+    ...shown,
+    requestHeaders: [...Object.entries(request.headers), ['X-Horizon-Signature-256', 'sha256=…']],
+    requestBody: prettyJson(request.body),
+    responseStatus: response?.status ?? null,
+    responseBody: response?.body ?? null,
     error: delivery.error === null ? null : translateMessage(delivery.error, lang),
-    durationMs: delivery.durationMs,
   };
 }
 
@@ -251,7 +236,7 @@ export function webhookRoutes(deps: WebDeps): Router {
       webhooksUrl: webhooksUrl(group),
       webhookUrl: webhookUrl(group, hook.id),
       webhook: { ...hook, createdAt: toIso(hook.createdAt), eventsInWords: eventsInWords(hook.events, t) },
-      deliveries: deliveries.map((delivery) => presentDelivery(delivery, hook, pageLanguage(ctx))),
+      deliveries: deliveries.map((delivery) => presentDeliveryOnPage(delivery, pageLanguage(ctx))),
       recentLimit: RECENT_DELIVERIES,
       values: extra.values ?? formOf(hook),
       errors: extra.errors ?? {},

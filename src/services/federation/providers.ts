@@ -1,22 +1,11 @@
 import type { SignInProviderRow } from '../../db/sign-in-providers.js';
-import type { KeyCipher } from '../../key-encryption.js';
-import { isSealed } from '../../key-encryption.js';
+import { secretsOfKind, type KeyCipher } from '../../key-encryption.js';
 import type { UpstreamProvider } from './upstream.js';
 
-/** The kind a provider's client secret is sealed as (bound into its encryption, so it cannot be moved to a key's row). */
-const SECRET_KIND = 'sign-in-provider-secret';
-
-/** A client secret as stored: sealed with KEYS_SECRET when one is set, as the signing keys are. */
-export function sealClientSecret(cipher: KeyCipher | undefined, secret: string): string {
-  return cipher ? cipher.seal(SECRET_KIND, secret) : secret;
-}
-
-/** Throws KeysSecretError when the secret was sealed under another KEYS_SECRET. */
-export function openClientSecret(cipher: KeyCipher | undefined, stored: string): string {
-  if (!isSealed(stored)) return stored;
-  if (!cipher) throw new Error('a sign-in provider\'s client secret is encrypted, and no KEYS_SECRET is set');
-  return cipher.open(SECRET_KIND, stored);
-}
+/** A provider's client secret at rest (its kind is bound into its encryption, so it cannot be moved to a key's row). */
+const clientSecrets = secretsOfKind('sign-in-provider-secret', "a sign-in provider's client secret");
+export const sealClientSecret = clientSecrets.seal;
+export const openClientSecret = clientSecrets.open;
 
 const words = (value: string) => value.split(/\s+/).filter(Boolean);
 

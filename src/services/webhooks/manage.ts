@@ -1,15 +1,18 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../db/audit.js';
 import * as store from '../../db/webhooks.js';
+import type { Delivery, Webhook } from '../../db/webhooks.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { KeyCipher } from '../../key-encryption.js';
 import { now } from '../../time.js';
-import { isWebhookEvent, type WebhookEvent } from '../../vocabulary.js';
+import { isWebhookEvent } from '../../vocabulary.js';
 import { auditActor, changedFields } from '../context.js';
 import { requireGroupAction, type GroupAccess } from '../groups.js';
 import * as rules from '../rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from '../submissions.js';
 import { newWebhook, webhookChanges } from './rules.js';
+
+export type { Delivery, Webhook } from '../../db/webhooks.js';
 import { sealWebhookSecret } from './secrets.js';
 import { checkTarget, RefusedTarget } from './targets.js';
 
@@ -32,16 +35,6 @@ export const RECENT_DELIVERIES = 30;
 export const TURNED_OFF = 'not sent: the webhook was turned off';
 export const DELETED = 'not sent: the webhook was deleted';
 
-/** A webhook as the pages and the API show it: never its secret. */
-export interface Webhook {
-  id: number;
-  groupId: number;
-  url: string;
-  events: WebhookEvent[];
-  active: boolean;
-  createdAt: string | Date;
-  updatedAt: string | Date;
-}
 
 function webhookOf(row: store.WebhookRow): Webhook {
   const events = (JSON.parse(row.events) as string[]).filter(isWebhookEvent);
@@ -125,27 +118,6 @@ export async function deleteWebhook(db: Knex, access: GroupAccess, id: number): 
   });
 }
 
-/** A delivery as Recent deliveries and the API show it: the request (headers and body) and what answered, never the secret. */
-export interface Delivery {
-  id: number;
-  guid: string;
-  /** Null once the webhook is deleted (its deliveries are kept for the group's record until pruned). */
-  webhookId: number | null;
-  event: WebhookEvent;
-  state: store.DeliveryState;
-  redelivery: boolean;
-  attempts: number;
-  createdAt: string | Date;
-  lastAttemptAt: string | Date | null;
-  /** When a pending delivery is tried next. */
-  nextAttemptAt: string | Date | null;
-  url: string;
-  requestBody: string;
-  responseStatus: number | null;
-  responseBody: string | null;
-  error: string | null;
-  durationMs: number | null;
-}
 
 function deliveryOf(row: store.DeliveryRow): Delivery {
   return {
