@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
-import { addMember, changeRole } from '../../src/services/groups.js';
+import { changeRole } from '../../src/services/groups.js';
 import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { call, escapeRegExp, expectApiError, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
-import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, ownerWithToken, personalToken, type TestUser } from '../helpers/factories.js';
 import { authorize, oauthTokens, tokenRequest } from '../helpers/oauth.js';
 
 const VALID = { name: 'Deploy Bot', homepageURL: 'https://deploy.example.test', description: 'Ships things', callbackURL: CALLBACK };
@@ -30,16 +30,10 @@ describeEachProfile('API: OAuth applications', (profile) => {
   }
 
   /** An owner with a read-write personal token, and their group. */
-  async function owned() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const token = await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] });
-    return { owner, group, token };
-  }
+  const owned = () => ownerWithToken(idp.db);
 
   async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<{ user: TestUser; token: string }> {
-    const user = await makeUser(idp.db);
-    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
+    const user = await joinGroup(idp.db, group, owner, role);
     return { user, token: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'] }) };
   }
 

@@ -4,10 +4,9 @@ import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
 import { USER_AGENT } from '../../src/services/webhooks/sender.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
-import { addMember } from '../../src/services/groups.js';
 import { call, escapeRegExp, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, freePort, listen, useHooks, useIdp, waitFor, type RunningIdp } from '../helpers/app.js';
-import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, ownerWithToken, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
 
 /** A secret of its own for each webhook, so a test can look for it in every answer. */
@@ -60,16 +59,10 @@ describeEachProfile('API: webhooks', (profile) => {
   const valid = (fields: Record<string, unknown> = {}) => ({ url: `${receiver.url}/hook`, secret: newSecret(), events: ['member.added'], ...fields });
 
   /** An owner with a read-write personal token, and their group. */
-  async function owned() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const token = await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] });
-    return { owner, group, token };
-  }
+  const owned = () => ownerWithToken(idp.db);
 
   async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<{ user: TestUser; token: string }> {
-    const user = await makeUser(idp.db);
-    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
+    const user = await joinGroup(idp.db, group, owner, role);
     return { user, token: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'] }) };
   }
 
@@ -566,12 +559,7 @@ describeEachProfile('API: webhook targets, private ones not allowed', (profile) 
   const api = apiOf(idp);
   const secret = newSecret();
 
-  async function owned() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const token = await personalToken(idp.db, owner.id, { scopes: ['groups:read-write'] });
-    return { owner, group, token };
-  }
+  const owned = () => ownerWithToken(idp.db);
 
   const refused = [
     'http://127.0.0.1:8080/hook',

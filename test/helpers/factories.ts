@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { createAccessToken, type NewAccessToken } from '../../src/services/access-tokens.js';
 import { accessApplication, createApplication, type AppAccess } from '../../src/services/apps.js';
-import { accessGroup, createGroup, type GroupAccess } from '../../src/services/groups.js';
+import { accessGroup, addMember, createGroup, type GroupAccess } from '../../src/services/groups.js';
 import { createUser } from '../../src/services/users.js';
 
 /** Factories build a record and whatever it needs, through the real services. */
@@ -59,6 +59,21 @@ export async function makeClient(db: Knex, options: { user?: TestUser; name?: st
 }
 
 export type Client = Awaited<ReturnType<typeof makeClient>>;
+
+/** A new user, added to the group by its owner with `role`. */
+export async function joinGroup(db: Knex, group: { id: number }, owner: { id: number }, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
+  const user = await makeUser(db);
+  await addMember(db, await groupAccess(db, owner.id, group.id), { user: user.username, role });
+  return user;
+}
+
+/** A group's owner with a read-write personal token, and the group. */
+export async function ownerWithToken(db: Knex) {
+  const owner = await makeUser(db);
+  const group = await makeGroup(db, owner.id);
+  const token = await personalToken(db, owner.id, { scopes: ['groups:read-write'] });
+  return { owner, group, token };
+}
 
 /** An `ha_` token of `userId`, made by the service the pages and the CLI use. */
 export async function personalToken(db: Knex, userId: number, input: Partial<NewAccessToken> = {}): Promise<string> {

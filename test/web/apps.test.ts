@@ -2,12 +2,12 @@ import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
 import { findRole } from '../../src/db/groups.js';
 import { MAX_ACTIVE_SECRETS } from '../../src/services/apps.js';
-import { addMember, changeRole } from '../../src/services/groups.js';
+import { changeRole } from '../../src/services/groups.js';
 import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { CALLBACK, groupAccess, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, findOnceKey, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 import { formatDate } from '../../src/i18n.js';
@@ -56,11 +56,7 @@ describeEachProfile('OAuth application pages', (profile) => {
     return { owner, group, client };
   }
 
-  async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
-    const user = await makeUser(idp.db);
-    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
-    return user;
-  }
+  const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 
   /** Fills and submits the New application form. */
   function create(client: Browser, group: GroupRow, fields: Partial<typeof VALID> = {}) {

@@ -4,7 +4,7 @@ import { findRole, type GroupRow } from '../../src/db/groups.js';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { groupAccess, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { groupAccess, joinGroup, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, findOnceKey, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
@@ -21,11 +21,7 @@ describeEachProfile('groups pages', (profile) => {
     return { owner, group, client };
   }
 
-  async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
-    const user = await makeUser(idp.db);
-    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
-    return user;
-  }
+  const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 
   const rolesOf = async (groupId: number) =>
     Object.fromEntries(

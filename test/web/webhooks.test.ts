@@ -2,11 +2,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { verify } from '@octokit/webhooks-methods';
 import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
-import { addMember } from '../../src/services/groups.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { describeEachProfile, listen, startIdp, useHooks, useIdp, waitFor } from '../helpers/app.js';
 import { Browser, signIn, visit, type Page } from '../helpers/browser.js';
-import { groupAccess, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { groupAccess, joinGroup, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 
 /** What the receiver got: one POST. */
@@ -75,11 +74,7 @@ describeEachProfile('Group settings → Webhooks', (profile) => {
     return { owner, group, client };
   }
 
-  async function join(group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member'): Promise<TestUser> {
-    const user = await makeUser(idp.db);
-    await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: user.username, role });
-    return user;
-  }
+  const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 
   /** Opens Add webhook from the Webhooks page's button, fills it in as a person would, and sends it. */
   async function addThroughForm(client: Browser, group: GroupRow, byLabel: Record<string, string>) {
