@@ -4,6 +4,7 @@ import { createAccessToken, type NewAccessToken } from '../../src/services/acces
 import { accessApplication, createApplication, type AppAccess } from '../../src/services/apps.js';
 import { accessGroup, addMember, createGroup, type GroupAccess } from '../../src/services/groups.js';
 import { createUser } from '../../src/services/users.js';
+import { signIn } from './browser.js';
 
 /** Factories build a record and whatever it needs, through the real services. */
 const unique = () => randomBytes(4).toString('hex');
@@ -65,6 +66,14 @@ export async function joinGroup(db: Knex, group: { id: number }, owner: { id: nu
   const user = await makeUser(db);
   await addMember(db, await groupAccess(db, owner.id, group.id), { user: user.username, role });
   return user;
+}
+
+/** A group's owner signed in to the pages (`client`), and the group. */
+export async function signedInOwner(server: { db: Knex; url: string }) {
+  const owner = await makeUser(server.db);
+  const group = await makeGroup(server.db, owner.id);
+  const client = await signIn(server.url, owner);
+  return { owner, group, client };
 }
 
 /** A group's owner with a read-write personal token, and the group. */

@@ -7,7 +7,7 @@ import { digest, isWellFormedToken } from '../../src/tokens.js';
 import { call, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, signedInOwner, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, findOnceKey, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 import { authorize, tokenRequest } from '../helpers/oauth.js';
 import { formatDate } from '../../src/i18n.js';
@@ -49,12 +49,7 @@ describeEachProfile('OAuth application pages', (profile) => {
     return app ? ((await idp.db('oauth_app_secrets').where({ app_id: app.id }).orderBy('id')) as Array<{ id: number; digest: string; last_four: string }>) : [];
   };
 
-  async function groupWithOwner() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const client = await signIn(idp.url, owner);
-    return { owner, group, client };
-  }
+  const groupWithOwner = () => signedInOwner(idp);
 
   const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 

@@ -4,7 +4,7 @@ import { findRole, type GroupRow } from '../../src/db/groups.js';
 import { addMember } from '../../src/services/groups.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, visit } from '../helpers/browser.js';
-import { groupAccess, joinGroup, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { groupAccess, joinGroup, makeUser, signedInOwner, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, findOnceKey, inputValue } from '../helpers/html.js';
 
 const unique = () => randomBytes(4).toString('hex');
@@ -14,12 +14,7 @@ describeEachProfile('groups pages', (profile) => {
   const idp = useIdp(profile);
 
   /** An owner signed in, their group, and (optionally) other members with their roles. */
-  async function groupWithOwner() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const client = await signIn(idp.url, owner);
-    return { owner, group, client };
-  }
+  const groupWithOwner = () => signedInOwner(idp);
 
   const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 

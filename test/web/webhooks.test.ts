@@ -5,7 +5,7 @@ import type { GroupRow } from '../../src/db/groups.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { describeEachProfile, listen, startIdp, useHooks, useIdp, waitFor } from '../helpers/app.js';
 import { Browser, signIn, visit, type Page } from '../helpers/browser.js';
-import { groupAccess, joinGroup, makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
+import { groupAccess, joinGroup, makeGroup, makeUser, signedInOwner, type TestUser } from '../helpers/factories.js';
 import { fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
 
 /** What the receiver got: one POST. */
@@ -67,12 +67,7 @@ describeEachProfile('Group settings → Webhooks', (profile) => {
   const count = async (table: string, where: Record<string, unknown>) =>
     Number(((await idp.db(table).where(where).count({ n: '*' }).first()) as { n: number | string }).n);
 
-  async function groupWithOwner() {
-    const owner = await makeUser(idp.db);
-    const group = await makeGroup(idp.db, owner.id);
-    const client = await signIn(idp.url, owner);
-    return { owner, group, client };
-  }
+  const groupWithOwner = () => signedInOwner(idp);
 
   const join = (group: GroupRow, owner: TestUser, role: 'owner' | 'maintainer' | 'member') => joinGroup(idp.db, group, owner, role);
 
