@@ -10,6 +10,7 @@ import type { ApiVerdict, Limits } from '../services/limits.js';
 import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
 import { DPOP_IAT_WINDOW_S, DpopProofError, verifyDpopProof } from './dpop.js';
 import { BearerError } from './errors.js';
+import { apiResourceMetadataUrl } from './protected-resource.js';
 
 /** Who the request's token acts as. */
 export type ApiAuth = TokenOwner;
@@ -20,9 +21,13 @@ type Scheme = 'Bearer' | 'DPoP';
 /** A challenge's parameter value: a description never carries a quote or backslash into the header. */
 const quoted = (value: string) => `"${value.replace(/["\\]/g, "'")}"`;
 
-/** The WWW-Authenticate challenge of `scheme`; a DPoP one names the algorithms a proof may use. */
+/**
+ * The WWW-Authenticate challenge of `scheme`. The realm is the issuer; every challenge names the
+ * API's protected resource metadata (RFC 9728 §5.1), where a client learns which authorization
+ * server to get a token from; a DPoP one also names the algorithms a proof may use.
+ */
 function challenge(scheme: Scheme, realm: string, params: Record<string, string> = {}): string {
-  const all = scheme === 'DPoP' ? { ...params, algs: DPOP_SIGNING_ALGS.join(' ') } : params;
+  const all = { resource_metadata: apiResourceMetadataUrl(realm), ...params, ...(scheme === 'DPoP' ? { algs: DPOP_SIGNING_ALGS.join(' ') } : {}) };
   return [`${scheme} realm=${quoted(realm)}`, ...Object.entries(all).map(([k, v]) => `${k}=${quoted(v)}`)].join(', ');
 }
 

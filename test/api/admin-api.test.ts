@@ -23,7 +23,7 @@ const EVENT_KEYS = ['action', 'actionText', 'actor', 'actorApplication', 'detail
 
 function expectScopeRefusal(res: ApiResponse, scope: string): void {
   expectApiError(res, 403, 'insufficient_scope');
-  expect(res.headers.get('www-authenticate')).to.match(new RegExp(`^Bearer realm="[^"]+", error="insufficient_scope", scope="${scope}"$`));
+  expect(res.headers.get('www-authenticate')).to.match(new RegExp(`^Bearer realm="[^"]+", resource_metadata="[^"]+", error="insufficient_scope", scope="${scope}"$`));
 }
 
 /** The NDJSON lines of a download, each parsed. */

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
 import { changeRole } from '../../src/services/groups.js';
 import { digest, isWellFormedToken } from '../../src/tokens.js';
-import { call, escapeRegExp, expectApiError, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
+import { apiChallenge, call, escapeRegExp, expectApiError, expectInvalidToken, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, ownerWithToken, personalToken, type TestUser } from '../helpers/factories.js';
@@ -553,7 +553,7 @@ describeEachProfile('API: OAuth applications', (profile) => {
         expectApiError(none, 401, 'unauthorized');
         const res = await api(readOnly, method, path, body);
         expectApiError(res, 403, 'insufficient_scope');
-        expect(res.headers.get('www-authenticate')).to.equal(`Bearer realm="${idp.url}", error="insufficient_scope", scope="groups:read-write"`);
+        expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp, { error: 'insufficient_scope', scope: 'groups:read-write' }));
       }
       expect(await appRow(app.clientID)).to.include({ name: VALID.name });
       expect(await secretRows(app.clientID)).to.have.length(1);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { addMember, removeMember } from '../../src/services/groups.js';
 import { generateToken, BASE62 } from '../../src/tokens.js';
-import { call, escapeRegExp, expectApiError, expectInvalidToken } from '../helpers/api.js';
+import { apiChallenge, call, escapeRegExp, expectApiError, expectInvalidToken } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { signIn, type Browser, type Page } from '../helpers/browser.js';
 import { type Client, groupAccess, makeClient, makeGroup, makeUser, personalToken, type TestUser } from '../helpers/factories.js';
@@ -36,13 +36,13 @@ describeEachProfile('API bearer authentication', (profile) => {
     it('answers no Authorization header with 401 and a bare Bearer challenge', async () => {
       const res = await call(idp, '/apis/v2/user');
       expectApiError(res, 401, 'unauthorized');
-      expect(res.headers.get('www-authenticate')).to.equal(`Bearer realm="${idp.url}"`);
+      expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp));
     });
 
     it('answers a Basic Authorization header like no credentials: 401 with a bare Bearer challenge', async () => {
       const res = await call(idp, '/apis/v2/user', { authorization: `Basic ${Buffer.from('user:pass').toString('base64')}` });
       expectApiError(res, 401, 'unauthorized');
-      expect(res.headers.get('www-authenticate')).to.equal(`Bearer realm="${idp.url}"`);
+      expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp));
     });
 
     it('refuses "Bearer" with an empty token as invalid_token', async () => {
@@ -188,9 +188,7 @@ describeEachProfile('API bearer authentication', (profile) => {
       expect(scope).to.equal('openid');
       const res = await call(idp, '/apis/v2/groups', { token: accessToken });
       expectApiError(res, 403, 'insufficient_scope');
-      expect(res.headers.get('www-authenticate')).to.equal(
-        `Bearer realm="${idp.url}", error="insufficient_scope", scope="groups:read-only"`,
-      );
+      expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp, { error: 'insufficient_scope', scope: 'groups:read-only' }));
       expectApiError(await call(idp, '/apis/v2/groups/1', { token: accessToken }), 403, 'insufficient_scope');
     });
 
@@ -222,8 +220,8 @@ describeEachProfile('API bearer authentication', (profile) => {
     }
   });
 
-  it('names the realm as the issuer in every challenge', async () => {
+  it('names the realm as the issuer, and the API\'s protected resource metadata, in every challenge', async () => {
     const res = await call(idp, '/apis/v2/groups');
-    expect(res.headers.get('www-authenticate')).to.match(new RegExp(`^Bearer realm="${escapeRegExp(idp.url)}"$`));
+    expect(res.headers.get('www-authenticate')).to.match(new RegExp(`^Bearer realm="${escapeRegExp(idp.url)}", resource_metadata="${escapeRegExp(idp.url)}/\\.well-known/oauth-protected-resource/apis/v2"$`));
   });
 });

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import type { GroupRow } from '../../src/db/groups.js';
 import { USER_AGENT } from '../../src/services/webhooks/sender.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
-import { call, escapeRegExp, expectApiError, type ApiResponse } from '../helpers/api.js';
+import { apiChallenge, call, escapeRegExp, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, freePort, listen, useHooks, useIdp, waitFor, type RunningIdp } from '../helpers/app.js';
 import { CALLBACK, groupAccess, joinGroup, makeApp, makeGroup, makeUser, ownerWithToken, personalToken, type TestUser } from '../helpers/factories.js';
 import { oauthTokens } from '../helpers/oauth.js';
@@ -459,7 +459,7 @@ describeEachProfile('API: webhooks', (profile) => {
         expectApiError(none, 401, 'unauthorized');
         const res = await api(readOnly, method, path, body);
         expectApiError(res, 403, 'insufficient_scope');
-        expect(res.headers.get('www-authenticate')).to.equal(`Bearer realm="${idp.url}", error="insufficient_scope", scope="groups:read-write"`);
+        expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp, { error: 'insufficient_scope', scope: 'groups:read-write' }));
       }
       expect(await hookRow(hook.id)).to.include({ url: hook.url });
     });

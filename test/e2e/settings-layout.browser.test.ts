@@ -21,6 +21,7 @@ const GROUP_PAGES = (path: string) => [
   ['General', `/groups/${path}/settings`],
   ['Members', `/groups/${path}/settings/members`],
   ['Developer', `/groups/${path}/settings/developer`],
+  ['Webhooks', `/groups/${path}/settings/webhooks`],
   ['Audit log', `/groups/${path}/settings/audit`],
 ];
 

@@ -34,10 +34,19 @@ export function expectApiError(res: ApiResponse, status: number, error: string):
   expect(res.headers.get('x-request-id')).to.be.a('string').and.not.equal('');
 }
 
+/**
+ * The API's WWW-Authenticate challenge: the realm (the issuer), the API's protected resource
+ * metadata (RFC 9728 §5.1), then `params` in order.
+ */
+export function apiChallenge(server: { url: string }, params: Record<string, string> = {}, scheme: 'Bearer' | 'DPoP' = 'Bearer'): string {
+  const all = { resource_metadata: `${server.url}/.well-known/oauth-protected-resource/apis/v2`, ...params };
+  return [`${scheme} realm="${server.url}"`, ...Object.entries(all).map(([k, v]) => `${k}="${v}"`)].join(', ');
+}
+
 /** A 401 for a token that was presented but is no good: RFC 6750 `error="invalid_token"`. */
 export function expectInvalidToken(server: { url: string }, res: ApiResponse): void {
   expectApiError(res, 401, 'invalid_token');
-  expect(res.headers.get('www-authenticate') ?? '').to.match(new RegExp(`^Bearer realm="${escapeRegExp(server.url)}", error="invalid_token"(, |$)`));
+  expect(res.headers.get('www-authenticate') ?? '').to.match(new RegExp(`^${escapeRegExp(apiChallenge(server, { error: 'invalid_token' }))}(, |$)`));
 }
 
 export function escapeRegExp(value: string): string {

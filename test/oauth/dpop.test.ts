@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import * as client from 'openid-client';
-import { call, escapeRegExp, expectApiError, type ApiResponse } from '../helpers/api.js';
+import { apiChallenge, call, escapeRegExp, expectApiError, type ApiResponse } from '../helpers/api.js';
 import { describeEachProfile, startIdp, useIdp, type RunningIdp } from '../helpers/app.js';
 import { Browser } from '../helpers/browser.js';
 import { makeApp, makeClient, makeGroup, makeUser, personalToken, type Client, type TestUser } from '../helpers/factories.js';
@@ -34,7 +34,7 @@ function dpopCall(server: { url: string }, path: string, token: string, proof?: 
 function expectDpopChallenge(server: { url: string }, res: ApiResponse, error: string, status = 401): void {
   expectApiError(res, status, error);
   const challenge = res.headers.get('www-authenticate') ?? '';
-  expect(challenge).to.match(new RegExp(`^DPoP realm="${escapeRegExp(server.url)}", error="${error}", error_description="[^"]+", algs="${ALGS}"$`));
+  expect(challenge).to.match(new RegExp(`^${escapeRegExp(apiChallenge(server, {}, 'DPoP'))}, error="${error}", error_description="[^"]+", algs="${ALGS}"$`));
 }
 
 /**
@@ -231,7 +231,7 @@ describeEachProfile('DPoP-bound tokens', (profile) => {
     const unbound = await dpopCall(idp, '/apis/v2/user', plain.access_token, proof);
     expectApiError(unbound, 401, 'invalid_token');
     expect(unbound.body.error_description).to.match(/not bound to a DPoP key/);
-    expect(unbound.headers.get('www-authenticate')).to.match(/^Bearer realm="[^"]+", error="invalid_token"/);
+    expect(unbound.headers.get('www-authenticate')).to.match(/^Bearer realm="[^"]+", resource_metadata="[^"]+", error="invalid_token"/);
     // The same token as Bearer is fine.
     expect((await call(idp, '/apis/v2/user', { token: plain.access_token })).status).to.equal(200);
 
@@ -246,7 +246,7 @@ describeEachProfile('DPoP-bound tokens', (profile) => {
     const proof = await dpopProof(keys, { htm: 'GET', htu: `${idp.url}/apis/v2/groups`, token: tokens.access_token });
     const res = await dpopCall(idp, '/apis/v2/groups', tokens.access_token, proof);
     expectApiError(res, 403, 'insufficient_scope');
-    expect(res.headers.get('www-authenticate')).to.equal(`DPoP realm="${idp.url}", error="insufficient_scope", scope="groups:read-only", algs="${ALGS}"`);
+    expect(res.headers.get('www-authenticate')).to.equal(apiChallenge(idp, { error: 'insufficient_scope', scope: 'groups:read-only', algs: ALGS }, 'DPoP'));
   });
 
   it('binds a public client\'s refresh token to the key too; a confidential client\'s is not', async () => {
