@@ -203,6 +203,14 @@ describeEachProfile('API: webhooks', (profile) => {
       expectApiError(res, 409, 'conflict');
       expect(await count('webhooks', { group_id: group.id })).to.equal(20);
     });
+
+    it('keeps the limit under 16 parallel additions at the nineteenth: one is added, the rest get 409', async () => {
+      const { group, token } = await owned();
+      for (let i = 0; i < 19; i += 1) await created(token, group.id, valid({ url: `${receiver.url}/${i}` }));
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => api(token, 'POST', `/groups/${group.id}/webhooks`, valid({ url: `${receiver.url}/parallel-${i}` }))));
+      expect(answers.map((res) => res.status).sort()).to.deep.equal([201, ...Array<number>(15).fill(409)]);
+      expect(await count('webhooks', { group_id: group.id })).to.equal(20);
+    });
   });
 
   describe('deliveries', () => {

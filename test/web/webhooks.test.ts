@@ -7,6 +7,7 @@ import { describeEachProfile, listen, startIdp, useHooks, useIdp, waitFor } from
 import { Browser, signIn, visit, type Page } from '../helpers/browser.js';
 import { groupAccess, joinGroup, makeGroup, makeUser, signedInOwner, type TestUser } from '../helpers/factories.js';
 import { fieldError, formAction, inputValue, unescapeHtml } from '../helpers/html.js';
+import { formsIn } from '../helpers/forms.js';
 
 /** What the receiver got: one POST. */
 interface Received {
@@ -425,9 +426,14 @@ describeEachProfile('Group settings → Webhooks', (profile) => {
           expect(res.status, url).to.equal(403);
           expect(res.text, url).not.to.include(target.url);
         }
+        // What the owner's own forms send, by their field names: the refusal must hold for the real forms.
+        const ownForm = async (url: string) => {
+          const form = formsIn((await client.get(url).expect(200)).text, new URL(url, idp.url)).find((f) => f.fields.some((field) => field.name === 'url'))!;
+          return Object.fromEntries(form.fields.filter((field) => field.value !== undefined && !['_csrf', '_once'].includes(field.name)).map((field) => [field.name, field.value!]));
+        };
         const posts: Array<[string, Record<string, string>]> = [
-          [`${webhooks(group)}/new`, { url: target.url, secret: 'x'.repeat(32), events: 'member.added', active: 'on' }],
-          [href, { url: `${target.url}/taken`, events: 'member.added', active: 'on' }],
+          [`${webhooks(group)}/new`, { ...(await ownForm(`${webhooks(group)}/new`)), url: target.url }],
+          [href, { ...(await ownForm(href)), url: `${target.url}/taken` }],
           [`${href}/deliveries/${delivery.id}/redeliver`, {}],
           [`${href}/delete`, {}],
         ];

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../db/audit.js';
+import { lockGroup } from '../../db/groups.js';
 import * as store from '../../db/webhooks.js';
 import type { Delivery, Webhook } from '../../db/webhooks.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
@@ -56,11 +57,16 @@ export async function webhooksOf(db: Knex, access: GroupAccess): Promise<Webhook
   return (await store.listWebhooks(db, access.group.id)).map(webhookOf);
 }
 
-export async function webhookOfGroup(db: Knex, access: GroupAccess, id: number): Promise<Webhook> {
+/** The row of a webhook of the group (owners only); another group's is as unknown as none. */
+async function webhookRowOfGroup(db: Knex, access: GroupAccess, id: number): Promise<store.WebhookRow> {
   requireGroupAction(access, 'manage-webhooks');
   const row = Number.isSafeInteger(id) ? await store.findWebhook(db, access.group.id, id) : undefined;
   if (!row) throw new NotFoundError('no such webhook in this group');
-  return webhookOf(row);
+  return row;
+}
+
+export async function webhookOfGroup(db: Knex, access: GroupAccess, id: number): Promise<Webhook> {
+  return webhookOf(await webhookRowOfGroup(db, access, id));
 }
 
 /**
@@ -74,6 +80,9 @@ export async function createWebhook(deps: WebhookDeps, access: GroupAccess, inpu
   const { actor, group } = access;
   const row = await deps.db.transaction(async (trx) => {
     await claimSubmission(trx, submission);
+    // The group's row is locked while its webhooks are counted: parallel additions at the limit
+    // wait for each other on PostgreSQL (SQLite has one writer), so the limit holds.
+    await lockGroup(trx, group.id);
     if ((await store.countWebhooks(trx, group.id)) >= MAX_WEBHOOKS_PER_GROUP) {
       throw new ConflictError('url', `a group can have at most ${MAX_WEBHOOKS_PER_GROUP} webhooks`);
     }
@@ -165,8 +174,7 @@ export async function deliveryOfWebhook(db: Knex, access: GroupAccess, webhookId
  * secret as they are now: a new delivery, retried like any other. Returns it.
  */
 export async function redeliver(db: Knex, access: GroupAccess, webhookId: number, deliveryId: number): Promise<Delivery> {
-  await webhookOfGroup(db, access, webhookId);
-  const hook = (await store.findWebhook(db, access.group.id, webhookId))!;
+  const hook = await webhookRowOfGroup(db, access, webhookId);
   const original = Number.isSafeInteger(deliveryId) ? await store.findDelivery(db, hook.id, deliveryId) : undefined;
   if (!original) throw new NotFoundError('no such delivery of this webhook');
   return deliveryOf(await store.insertRedelivery(db, original, hook, now()));
