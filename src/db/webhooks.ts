@@ -220,6 +220,16 @@ export function findDelivery(db: Knex, webhookId: number, id: number): Promise<D
   return db('webhook_deliveries').where({ webhook_id: webhookId, id }).first();
 }
 
+/** A delivery of `guid` to the webhook still waiting to be sent, if there is one. */
+export function findPendingDelivery(db: Knex, webhookId: number, guid: string): Promise<DeliveryRow | undefined> {
+  return db('webhook_deliveries').where({ webhook_id: webhookId, guid, state: 'pending' }).first();
+}
+
+/** Locks the webhook's row until the transaction ends. */
+export async function lockWebhook(trx: Knex.Transaction, id: number): Promise<void> {
+  await trx('webhooks').where({ id }).forUpdate().first('id');
+}
+
 /** A new delivery of an earlier one's event (same guid and body) to the webhook's URL and secret as they are now. */
 export async function insertRedelivery(db: Knex, of: DeliveryRow, hook: WebhookRow, at: string): Promise<DeliveryRow> {
   const [row] = await db('webhook_deliveries')

@@ -238,6 +238,21 @@ describeEachProfile('Webhook deliveries', (profile) => {
     expect(moved.received[0]!.body).to.equal(first.received[0]!.body);
     expect(moved.received[0]!.verified).to.equal(true);
   });
+
+  it('keeps one copy of an event waiting however often it is redelivered: 16 at once answer with the same delivery', async () => {
+    const { owner, group, access } = await ownedGroup();
+    const first = await receiver();
+    const webhook = await makeWebhook(idp.db, owner.id, group.id, first.url, ['member.added']);
+    await addMember(idp.db, await access(), { user: (await makeUser(idp.db)).username, role: 'member' });
+    await until(first, 1);
+    // Nothing answers at the new URL: the redelivery waits for its retries.
+    await updateWebhook({ db: idp.db, cipher: undefined, allowPrivate: true }, await access(), webhook.id, { url: `http://127.0.0.1:${await freePort()}/gone` });
+    const [delivered] = await deliveriesOf(idp.db, await access(), webhook.id);
+    const answers = await Promise.all(Array.from({ length: 16 }, async () => redeliver(idp.db, await access(), webhook.id, delivered!.id)));
+    expect(new Set(answers.map((a) => a.id)).size).to.equal(1);
+    expect(answers[0]).to.deep.include({ guid: delivered!.guid, redelivery: true, state: 'pending' });
+    expect(await idp.db('webhook_deliveries').where({ webhook_id: webhook.id }).count({ n: '*' }).first()).to.deep.include({ n: profile === 'sqlite' ? 2 : '2' });
+  });
 });
 
 describeEachProfile('Webhook delivery timeouts', (profile) => {

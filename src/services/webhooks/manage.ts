@@ -171,13 +171,21 @@ export async function deliveryOfWebhook(db: Knex, access: GroupAccess, webhookId
 
 /**
  * Sends a delivery's event again (same X-Horizon-Delivery and body) to the webhook's URL and
- * secret as they are now: a new delivery, retried like any other. Returns it.
+ * secret as they are now: a new delivery, retried like any other, unless one of that event is
+ * still waiting to be sent. Returns the delivery that will send it.
  */
 export async function redeliver(db: Knex, access: GroupAccess, webhookId: number, deliveryId: number): Promise<Delivery> {
   const hook = await webhookRowOfGroup(db, access, webhookId);
   const original = Number.isSafeInteger(deliveryId) ? await store.findDelivery(db, hook.id, deliveryId) : undefined;
   if (!original) throw new NotFoundError('no such delivery of this webhook');
-  return deliveryOf(await store.insertRedelivery(db, original, hook, now()));
+  // One copy of an event waits at a time: asking again while one waits (a flood of Redeliver,
+  // 16 at once) answers with that one, so no one can make the service send a target many copies.
+  return deliveryOf(
+    await db.transaction(async (trx) => {
+      await store.lockWebhook(trx, hook.id);
+      return (await store.findPendingDelivery(trx, hook.id, original.guid)) ?? store.insertRedelivery(trx, original, hook, now());
+    }),
+  );
 }
 
 /** The latest delivery of each of the group's webhooks that has one, by webhook id (one query, for the list of webhooks). */
