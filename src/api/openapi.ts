@@ -600,11 +600,11 @@ export function openApiDocument(issuer: string) {
         post: {
           operationId: 'redeliverWebhookDelivery',
           summary: 'Redeliver a delivery (owners only)',
-          description: `${PERSONAL} The delivery's event is sent again, with the same \`X-Horizon-Delivery\` and body, to the webhook's URL and with its secret as they are now: a new delivery (\`redelivery: true\`), due at once and tried again like any other.`,
+          description: `${PERSONAL} The delivery's event is sent again, with the same \`X-Horizon-Delivery\` and body, to the webhook's URL and with its secret as they are now: a new delivery (\`redelivery: true\`), due at once and tried again like any other. While a copy of that event still waits to be sent, the answer is that copy: one waits at a time.`,
           parameters: [groupIdParam, hookIdParam, deliveryIdParam],
           requestBody: jsonBody(redeliveryRequest, 'Nothing, or an empty object'),
           responses: {
-            202: jsonResponse('The new delivery, not sent yet', data(WebhookDelivery), { Location: textHeader('The new delivery\'s URL in this API') }),
+            202: jsonResponse('The new delivery (or the copy of the event still waiting), not sent yet', data(WebhookDelivery), { Location: textHeader('That delivery\'s URL in this API') }),
             400: invalid('The id, the hookId or the deliveryId is not a positive integer, or the body has a field (none is taken)'),
             ...webhookChangeAuthErrors,
             404: errorResponse(NO_DELIVERY),
