@@ -134,3 +134,14 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 export function isWebhookEvent(value: string): value is WebhookEvent {
   return (WEBHOOK_EVENTS as readonly string[]).includes(value);
 }
+
+/**
+ * How a resource's access tokens are made: `opaque`, an `ho_` token the resource's server checks
+ * at the introspection endpoint with its own credentials; `jwt`, an RFC 9068 JWT (`typ: at+jwt`,
+ * `aud` the resource) it verifies with the service's published keys, without asking.
+ */
+export const TOKEN_FORMATS = ['opaque', 'jwt'] as const;
+export type TokenFormat = (typeof TOKEN_FORMATS)[number];
+
+/** Scope names a resource may not define: the service's own, and OpenID Connect's. */
+export const RESERVED_SCOPES: ReadonlySet<string> = new Set([...Object.keys(SCOPES), 'offline_access', 'address', 'phone', ADMIN_SCOPE]);

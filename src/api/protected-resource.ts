@@ -1,4 +1,6 @@
 import type { Context } from 'koa';
+import type { Knex } from 'knex';
+import { registeredResource } from '../services/resources/lookup.js';
 import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { API_PREFIX } from '../edge/surface.js';
@@ -29,11 +31,42 @@ export function apiResourceMetadata(issuer: string) {
   };
 }
 
-/** Answers the document (GET or HEAD, from any origin, as the authorization server's metadata is). */
-export function serveApiResourceMetadata(issuer: string) {
-  const body = JSON.stringify(apiResourceMetadata(issuer));
-  return function resourceMetadata(ctx: Context): boolean {
-    if (ctx.path !== API_RESOURCE_METADATA_PATH) return false;
+/**
+ * Where the metadata of each resource a group registered is published, by its identifier
+ * (`?resource=<identifier>`): the resource's server serves the same document at its own
+ * `/.well-known/oauth-protected-resource…` (RFC 9728 §3.1), copying it from here or linking to it.
+ * Only a resource whose identifier one already knows can be read: nothing here lists them.
+ */
+export const RESOURCE_METADATA_PATH = '/login/oauth/resource-metadata';
+
+export function resourceMetadataUrl(issuer: string, identifier: string): string {
+  return `${issuer}${RESOURCE_METADATA_PATH}?${new URLSearchParams({ resource: identifier })}`;
+}
+
+export function isResourceMetadataPath(path: string): boolean {
+  return path === API_RESOURCE_METADATA_PATH || path === RESOURCE_METADATA_PATH;
+}
+
+/** The RFC 9728 document of a registered resource, whose tokens this service issues. */
+export function resourceMetadata(issuer: string, resource: { identifier: string; name: string; scopes: ReadonlyArray<{ name: string }> }) {
+  return {
+    resource: resource.identifier,
+    authorization_servers: [issuer],
+    scopes_supported: resource.scopes.map((s) => s.name),
+    bearer_methods_supported: ['header'],
+    resource_name: resource.name,
+  };
+}
+
+/**
+ * Answers the API's document, and each registered resource's (GET or HEAD, from any origin, as
+ * the authorization server's metadata is). Returns false for every other path.
+ */
+export function serveResourceMetadata(issuer: string, db: Knex) {
+  const apiBody = JSON.stringify(apiResourceMetadata(issuer));
+  return async function resourceMetadataDocument(ctx: Context): Promise<boolean> {
+    if (!isResourceMetadataPath(ctx.path)) return false;
+    ctx.set('Cache-Control', 'no-store');
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       ctx.status = 405;
       ctx.set('Allow', 'GET, HEAD');
@@ -41,9 +74,24 @@ export function serveApiResourceMetadata(issuer: string) {
       return true;
     }
     ctx.set('Access-Control-Allow-Origin', '*');
-    ctx.set('Cache-Control', 'public, max-age=3600');
-    ctx.type = 'application/json';
-    ctx.body = body;
+    if (ctx.path === API_RESOURCE_METADATA_PATH) {
+      ctx.set('Cache-Control', 'public, max-age=3600');
+      ctx.type = 'application/json';
+      ctx.body = apiBody;
+      return true;
+    }
+    const identifier = ctx.query.resource;
+    const row = typeof identifier === 'string' ? await registeredResource(db, identifier) : undefined;
+    if (!row) {
+      ctx.status = typeof identifier === 'string' ? 404 : 400;
+      ctx.body = typeof identifier === 'string'
+        ? { error: 'not_found', error_description: 'no resource is registered with this identifier' }
+        : { error: 'invalid_request', error_description: 'resource is required, once: the identifier of a registered resource' };
+      return true;
+    }
+    // A resource's scopes and name can change: its server re-reads them within five minutes.
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = resourceMetadata(issuer, { identifier: row.identifier, name: row.name, scopes: JSON.parse(row.scopes) as Array<{ name: string }> });
     return true;
   };
 }

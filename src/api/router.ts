@@ -18,7 +18,7 @@ import { apiErrors, MAX_BODY_KIB } from './errors.js';
 import { groupsApi } from './groups/routes.js';
 import { API_DOCS_PAGE } from './docs.js';
 import { openApiDocument } from './openapi.js';
-import { serveApiResourceMetadata } from './protected-resource.js';
+import { isResourceMetadataPath, serveResourceMetadata } from './protected-resource.js';
 import { userApi } from './user/routes.js';
 import { webhooksApi } from './webhooks/routes.js';
 
@@ -49,14 +49,16 @@ function jsonBodiesOnly(ctx: Context, next: Next): Promise<void> {
 /**
  * Everything under /apis/v2, answered here and never passed on: an unknown path is a JSON 404
  * from the API's own error handler, not a page. The API's protected resource metadata (RFC 9728)
- * is answered here too.
+ * and each registered resource's are answered here too.
  */
 export function apiMiddleware(deps: ApiDeps & { onFault: (err: unknown, ctx: Context) => void }): Middleware {
   const router = apiRouter(deps);
   const handle = compose([apiErrors(deps.onFault), router.routes() as Middleware, router.allowedMethods() as Middleware]);
-  const resourceMetadata = serveApiResourceMetadata(deps.issuer);
+  const resourceMetadata = serveResourceMetadata(deps.issuer, deps.db);
   return function api(ctx, next) {
-    if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) return resourceMetadata(ctx) ? Promise.resolve() : next();
+    if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) {
+      return isResourceMetadataPath(ctx.path) ? resourceMetadata(ctx).then(() => undefined) : next();
+    }
     return handle(ctx, async () => {});
   };
 }

@@ -12,6 +12,7 @@ export const AUDIT_ACTIONS = [
   'app.create', 'app.update', 'app.delete', 'app.secret.create', 'app.secret.revoke', 'app.tokens.revoke',
   'app.secret.report.revoke', 'app.token.report.revoke', 'token.report.revoke',
   'webhook.create', 'webhook.update', 'webhook.delete',
+  'resource.create', 'resource.update', 'resource.delete', 'resource.secret.regenerate',
   'user.admin.grant', 'user.admin.revoke', 'user.disable', 'user.enable', 'user.password_reset.send',
   'user.two_factor.enable', 'user.two_factor.disable', 'user.two_factor.recovery_codes', 'user.two_factor.reset',
   'user.passkey.add', 'user.passkey.remove', 'user.recovery.clear', 'user.password.set',

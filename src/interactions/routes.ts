@@ -9,6 +9,7 @@ import { IGNORED_SCOPE_PARAM } from '../provider/compat.js';
 import { ROUTES } from '../provider/configuration.js';
 import { consentSubject } from '../services/apps.js';
 import { consentToGrant } from '../services/grants.js';
+import { resourcesAskedFor } from '../services/resources/lookup.js';
 import { userById } from '../services/users.js';
 import { signInOrExplain } from '../web/account-routes.js';
 import { formFields, type WebDeps } from '../web/context.js';
@@ -68,6 +69,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
       scopes: describeScopes(String(interaction.params.scope ?? '')),
+      // The resources (RFC 8707) the application asks for, each with its group and the scopes it asks of it.
+      resources: await resourcesAskedFor(db, interaction.params.resource, String(interaction.params.scope ?? '')),
       // Authorize drops scopes it does not know (and asks for the default when none is left): say which.
       ignoredScopes: ignored,
       // A device flow has no redirect: the device that showed the code gets the tokens.
@@ -143,7 +146,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
     const interaction = await details(ctx);
     if (interaction.prompt.name !== 'consent') throw new AppError(400, 'invalid_request', 'this sign-in request is not waiting for consent');
     if (await unverifiedAccount(interaction)) throw new AppError(403, 'email_not_verified', 'Verify your e-mail address before authorizing applications.');
-    const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+    const missing = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
     // One grant per user and application, listed in Account settings → Authorized applications,
     // so that a later flow in any session skips consent and Revoke reaches every token.
     const grantId = await consentToGrant(db, provider, {
@@ -152,6 +155,7 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
       flowGrantId: interaction.grantId,
       scopes: missing.missingOIDCScope,
       claims: missing.missingOIDCClaims,
+      resourceScopes: missing.missingResourceScopes,
     });
     await finish(ctx, interaction, { ...interaction.lastSubmission, consent: { grantId } });
   });

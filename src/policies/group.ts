@@ -4,7 +4,7 @@ import type { Role } from '../vocabulary.js';
  * Who may do what to a group, as pure functions over the actor's role in it (undefined: not a
  * member). The pages, the API and the services all ask here, so the rule exists once.
  *
- * - An owner may do everything: settings, applications and their secrets, webhooks, members of
+ * - An owner may do everything: settings, applications and their secrets, webhooks, resources (protected APIs), members of
  *   every role, the audit log, deleting the group.
  * - A maintainer looks after the membership: adds and removes members and maintainers, moves a
  *   member between those two roles, and reads the audit log. Ownership is the owners' own.
@@ -19,6 +19,7 @@ export type GroupAction =
   | 'manage-members'
   | 'manage-apps'
   | 'manage-webhooks'
+  | 'manage-resources'
   | 'read-audit'
   | 'delete-group';
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, signOutUrlsOf, touchSecret, type AppRow } from '../db/apps.js';
+import { findResourceByClientId, isResourceClientId, type ResourceRow } from '../db/resources.js';
 import { changeVersionsOf } from '../services/change-versions.js';
 import { now } from '../time.js';
 import { isClientId } from '../ids.js';
@@ -28,10 +29,15 @@ export function createClientAdapter(db: Knex): Adapter {
     throw new Error('clients are managed in the oauth_apps table, not through the adapter');
   };
   const cached = changeVersionsOf(db)?.cache((clientId) => findClientWithSecrets(db, clientId));
+  const cachedResource = changeVersionsOf(db)?.cache((clientId) => findResourceByClientId(db, clientId));
   return {
     async find(clientId: string): Promise<AdapterPayload | undefined> {
       // Longer than the column: no such client, and no query.
       if (!isClientId(clientId)) return undefined;
+      if (isResourceClientId(clientId)) {
+        const resource = cachedResource ? await cachedResource.get(clientId, [`app:${clientId}`]) : await findResourceByClientId(db, clientId);
+        return resource ? resourceServerClient(resource) : undefined;
+      }
       const found = cached ? await cached.get(clientId, [`app:${clientId}`]) : await findClientWithSecrets(db, clientId);
       if (!found) return undefined;
       const { app, secrets } = found;
@@ -77,6 +83,28 @@ export function createClientAdapter(db: Knex): Adapter {
   };
 }
 
+/**
+ * A resource's server as a client of the introspection endpoint, and of nothing else: it
+ * authenticates with its own secret (HTTP Basic or the form), has no grant, no response type and
+ * no redirect, so authorize and the token endpoint refuse it, and may introspect the tokens bound
+ * to its resource only (resource-servers.ts).
+ */
+function resourceServerClient(resource: ResourceRow): AdapterPayload {
+  return {
+    client_id: resource.client_id,
+    client_secret: PLACEHOLDER_SECRET,
+    token_endpoint_auth_method: 'client_secret_basic',
+    client_name: resource.name,
+    grant_types: [],
+    response_types: [],
+    redirect_uris: [],
+    // No id: a resource's secret has no last-use record.
+    secret_digests: [resource.secret_digest],
+    group_id: resource.group_id,
+    resource_identifier: resource.identifier,
+  } as AdapterPayload;
+}
+
 /** The loopback names the library treats alike (lib/consts/client_attributes.js's LOOPBACKS). */
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -111,10 +139,16 @@ export function hashedSecretComparison(db: Knex, onError: (err: unknown) => void
   return async function compareClientSecret(this: { secret_digests?: string[] }, actual: string): Promise<boolean> {
     const presented = typeof actual === 'string' && isWellFormedToken(actual, 'hs_') ? digest(actual) : decoy;
     let matchedId: number | undefined;
+    let matchedUnrecorded = false;
     for (const entry of this.secret_digests ?? []) {
-      const [id, stored] = entry.split(':') as [string, string];
-      if (digestEquals(presented, stored) && presented !== decoy) matchedId = Number(id);
+      // `id:digest` for an application's secret, whose last use is recorded; `digest` alone for a resource's.
+      const [id, stored] = entry.includes(':') ? (entry.split(':') as [string, string]) : [undefined, entry];
+      if (digestEquals(presented, stored) && presented !== decoy) {
+        if (id === undefined) matchedUnrecorded = true;
+        else matchedId = Number(id);
+      }
     }
+    if (matchedUnrecorded) return true;
     if (matchedId === undefined) return false;
     const secretId = matchedId;
     recordUse(secretId, () => touchSecret(db, secretId, now()));

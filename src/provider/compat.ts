@@ -70,6 +70,12 @@ export const IGNORED_SCOPE_PARAM = 'ignored_scope';
  */
 function authorizeQuery(query: Query, options: { responseType: boolean } = { responseType: true }): Query | undefined {
   const { scope, response_type, [IGNORED_SCOPE_PARAM]: sentIgnored, ...rest } = query;
+  // A request for a resource (RFC 8707) asks for that resource's scopes, which are not the
+  // service's: they are the library's to check against the resource, and no default is added.
+  if (rest.resource !== undefined) {
+    if (sentIgnored === undefined && (response_type || !options.responseType)) return undefined;
+    return { ...rest, scope, response_type: response_type ?? (options.responseType ? 'code' : undefined) };
+  }
   const normalScope = typeof scope === 'string' ? splitScopes(scope).join(' ') : scope;
   const ignored = typeof normalScope === 'string' ? [...new Set(splitScopes(normalScope).filter((s) => !isScope(s)))].join(' ') : '';
   const changes: Query = {};
@@ -178,7 +184,8 @@ export function grantTypeRefusalAsUnauthorizedClient(tokenPath: string) {
  * `invalid_scope`, before the library reads the request. Returns the refusal's description.
  */
 function clientCredentialsScope(params: FormParams): string | undefined {
-  if (params.grant_type !== 'client_credentials') return undefined;
+  // For a resource (RFC 8707), the resource's scopes: the library checks them against it.
+  if (params.grant_type !== 'client_credentials' || params.resource !== undefined) return undefined;
   if (params.scope === undefined || params.scope === '') {
     params.scope = DEFAULT_SCOPE;
     return undefined;
@@ -212,7 +219,7 @@ function mergeParams(body: FormParams, query: FormParams): FormParams {
  * `invalid_scope`. No known scope left means no `scope`: the refresh token's own scopes.
  */
 function refreshScope(params: FormParams): void {
-  if (params.grant_type !== 'refresh_token' || typeof params.scope !== 'string') return;
+  if (params.grant_type !== 'refresh_token' || typeof params.scope !== 'string' || params.resource !== undefined) return;
   const scope = knownScopes(params.scope);
   if (scope === undefined) delete params.scope;
   else params.scope = scope;

@@ -9,6 +9,7 @@ import { outgoingFetch } from './backchannel-logout.js';
 import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
+import { introspectionAllowed, resourceServerInfo } from './resource-servers.js';
 import type { KeystoreSet } from './keystore.js';
 import type { ProviderKeys } from './keys.js';
 import { CookieSigner } from '../cookie-signing.js';
@@ -99,9 +100,10 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       id_token_signed_response_alg: 'RS256',
     },
     // The adapter's own fields on each client: its active secrets' digests (read by
-    // compareClientSecret, token-formats.ts) and its group; made by the adapter, so not validated.
+    // compareClientSecret, token-formats.ts), its group, and for a resource's introspection
+    // credentials the resource they speak for; made by the adapter, so not validated.
     extraClientMetadata: {
-      properties: ['secret_digests', 'group_id'],
+      properties: ['secret_digests', 'group_id', 'resource_identifier'],
       validator() {},
     },
     features: {
@@ -112,10 +114,11 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
         enabled: true,
         allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
       },
-      // A client may introspect its own tokens, and no other client's.
+      // A client may introspect its own tokens, and no other client's; a resource's server the
+      // tokens bound to its resource, and no other's (resource-servers.ts).
       introspection: {
         enabled: true,
-        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+        allowedPolicy: introspectionAllowed,
       },
       // GET /login/oauth/logout?client_id=…&post_logout_redirect_uri=…&id_token_hint=…: the person
       // confirms, is signed out, and returns to one of the application's sign-out redirect URLs.
@@ -156,10 +159,12 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       clientCredentials: { enabled: true },
       // Userinfo serves the claims of the granted OpenID Connect scopes.
       userinfo: { enabled: true },
-      // RFC 8707 is on by default in oidc-provider 9, answering any `resource` parameter with
-      // invalid_target since no resource server is configured. Off until resources are: the
-      // parameter is then ignored, as RFC 8707 asks of a server that does not support it.
-      resourceIndicators: { enabled: false },
+      // RFC 8707: `resource=<identifier>` of a resource a group registered gets a token bound to
+      // it, with its scopes, in its format (resource-servers.ts); an unknown one is invalid_target.
+      // Without `resource`, tokens are for userinfo and the service's API, as ever. At the token
+      // endpoint, a request that names no resource gets the granted one unless it asked for
+      // openid (the library's rule), so a token for userinfo stays one.
+      resourceIndicators: { enabled: true, getResourceServerInfo: resourceServerInfo(db) },
       // OpenID Connect Back-Channel Logout 1.0 for applications with a back-channel logout URL
       // (clients.ts): logout tokens on the provider's own logout, and on the service's ways of
       // ending sessions (backchannel-logout.ts).

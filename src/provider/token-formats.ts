@@ -30,12 +30,15 @@ interface TokenPrototype {
  * Stands in for oidc-provider/lib/models/access_token.js#generateTokenId, which calls
  * lib/models/formats/index.js#generateTokenId: that one records the format on the token
  * (`opaque` unless a resource server asks for `jwt`) and returns
- * lib/models/formats/opaque.js#generateTokenId, a nanoid. Here the format is always `opaque`
- * (getValueAndPayload reads it) and the value is `ho_…`.
+ * lib/models/formats/opaque.js#generateTokenId, a nanoid. Here an opaque token's value is
+ * `ho_…`; a token for a resource whose format is `jwt` (resource-servers.ts) is left to the
+ * library, which makes an RFC 9068 JWT of it.
  */
 function accessTokensAsHo(provider: Provider): void {
-  const prototype = provider.AccessToken.prototype as unknown as TokenPrototype;
-  prototype.generateTokenId = function generateAccessTokenId() {
+  const prototype = provider.AccessToken.prototype as unknown as TokenPrototype & { resourceServer?: { accessTokenFormat?: string } };
+  const libraryTokenId = prototype.generateTokenId;
+  prototype.generateTokenId = function generateAccessTokenId(this: { format?: string; resourceServer?: { accessTokenFormat?: string } }) {
+    if (this.resourceServer?.accessTokenFormat === 'jwt') return libraryTokenId.call(this);
     this.format = 'opaque';
     return generateToken('ho_');
   };
@@ -44,11 +47,13 @@ function accessTokensAsHo(provider: Provider): void {
 /**
  * Stands in for oidc-provider/lib/models/client_credentials.js#generateTokenId, which calls the
  * same lib/models/formats/index.js#generateTokenId as AccessToken: an application acting as itself
- * gets an `ho_…` opaque token like every other access token.
+ * gets an `ho_…` opaque token like every other access token (a JWT for a `jwt` resource, as above).
  */
 function clientCredentialsAsHo(provider: Provider): void {
   const prototype = provider.ClientCredentials.prototype as unknown as TokenPrototype;
-  prototype.generateTokenId = function generateClientCredentialsId() {
+  const libraryTokenId = prototype.generateTokenId;
+  prototype.generateTokenId = function generateClientCredentialsId(this: { format?: string; resourceServer?: { accessTokenFormat?: string } }) {
+    if (this.resourceServer?.accessTokenFormat === 'jwt') return libraryTokenId.call(this);
     this.format = 'opaque';
     return generateToken('ho_');
   };

@@ -54,6 +54,8 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
       // parties' clocks; the token is ours, so it ends at exactly 3600 s on every storage (SQL
       // already drops it then, Redis would keep it 15 s longer).
       if (!token || !token.accountId || !token.clientId || token.isExpired) return undefined;
+      // A token bound to a resource (RFC 8707: its `aud`) is that resource's, not the API's.
+      if (token.aud !== undefined) return undefined;
       const grantId = token.grantId;
       if (grantId) recordUse(`grant:${grantId}`, () => touchUserGrant(deps.db, grantId, now()));
       return { userId: Number(token.accountId), scopes: token.scopes, kind: 'oauth', clientId: token.clientId, ...(token.jkt ? { jkt: token.jkt } : {}) };
@@ -66,7 +68,7 @@ export function bearerTokens(deps: { db: Knex; provider: Provider }) {
      */
     async application(value: string): Promise<TokenOwner | undefined> {
       const token = await deps.provider.ClientCredentials.find(value);
-      if (!token || !token.clientId || token.isExpired) return undefined;
+      if (!token || !token.clientId || token.isExpired || token.aud !== undefined) return undefined;
       const groupId = await groupOfApplication(token.clientId);
       if (groupId === undefined) return undefined;
       const scopes = new Set(String(token.scope ?? '').split(' ').filter(Boolean));

@@ -41,6 +41,8 @@ export interface Consent {
   flowGrantId?: string;
   scopes?: string[];
   claims?: string[];
+  /** The scopes of each resource (RFC 8707) the person consented to, by resource identifier. */
+  resourceScopes?: Record<string, string[]>;
 }
 
 /**
@@ -60,6 +62,9 @@ export async function consentToGrant(db: Knex, provider: Provider, consent: Cons
   const extend = async (grant: InstanceType<Provider['Grant']>) => {
     if (consent.scopes?.length) grant.addOIDCScope(consent.scopes.join(' '));
     if (consent.claims?.length) grant.addOIDCClaims(consent.claims);
+    for (const [indicator, scopes] of Object.entries(consent.resourceScopes ?? {})) {
+      if (scopes.length) grant.addResourceScope(indicator, scopes.join(' '));
+    }
     return grant.save();
   };
 

@@ -10,6 +10,7 @@ const expected: Record<GroupAction, Record<Role | 'none', boolean>> = {
   'manage-members': { owner: true, maintainer: true, member: false, none: false },
   'manage-apps': { owner: true, maintainer: false, member: false, none: false },
   'manage-webhooks': { owner: true, maintainer: false, member: false, none: false },
+  'manage-resources': { owner: true, maintainer: false, member: false, none: false },
   'read-audit': { owner: true, maintainer: true, member: false, none: false },
   'delete-group': { owner: true, maintainer: false, member: false, none: false },
 };

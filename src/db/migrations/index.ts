@@ -20,6 +20,7 @@ import * as userLanguage from './0020_user_language.js';
 import * as clientCredentials from './0021_client_credentials.js';
 import * as backchannelLogout from './0022_backchannel_logout.js';
 import * as webhooks from './0023_webhooks.js';
+import * as resources from './0024_resources.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '0021_client_credentials': clientCredentials,
   '0022_backchannel_logout': backchannelLogout,
   '0023_webhooks': webhooks,
+  '0024_resources': resources,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
