@@ -20,8 +20,14 @@ export const MAX_BIG_ID = Number.MAX_SAFE_INTEGER;
 export const bigRecordId = z.int().min(1).max(MAX_BIG_ID);
 export const bigRecordIdText = z.codec(z.string().regex(/^[1-9][0-9]*$/), bigRecordId, { decode: Number, encode: String });
 
+/**
+ * The longest client id: an application's is 20 hex digits; a client that registered with a
+ * metadata document has that document's https URL as its id.
+ */
+export const MAX_CLIENT_ID_LENGTH = 255;
+
 /** A client id fits its column; a longer one names no application, and is never looked up. */
-export const clientId = z.string().max(64);
+export const clientId = z.string().max(MAX_CLIENT_ID_LENGTH);
 
 /** A record id from a URL or a form, else undefined. */
 export function parseId(raw: unknown): number | undefined {

@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   'user.two_factor.enable', 'user.two_factor.disable', 'user.two_factor.recovery_codes', 'user.two_factor.reset',
   'user.passkey.add', 'user.passkey.remove', 'user.recovery.clear', 'user.password.set',
   'user.identity.link', 'user.identity.unlink',
+  'client_registration.update',
   'sign-in_provider.add', 'sign-in_provider.update', 'sign-in_provider.disable', 'sign-in_provider.enable', 'sign-in_provider.remove',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -21,6 +21,7 @@ import * as clientCredentials from './0021_client_credentials.js';
 import * as backchannelLogout from './0022_backchannel_logout.js';
 import * as webhooks from './0023_webhooks.js';
 import * as resources from './0024_resources.js';
+import * as clientRegistration from './0025_client_registration.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '0022_backchannel_logout': backchannelLogout,
   '0023_webhooks': webhooks,
   '0024_resources': resources,
+  '0025_client_registration': clientRegistration,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
