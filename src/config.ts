@@ -45,6 +45,7 @@ const schema = z
     RATE_LIMIT_SIGNIN_IP: rateLimit('50/1h'),
     RATE_LIMIT_SIGNIN_ACCOUNT: rateLimit('20/1h'),
     RATE_LIMIT_SIGNUP_IP: rateLimit('10/1h'),
+    RATE_LIMIT_CLIENT_REGISTRATION_IP: rateLimit('20/1h'),
     RATE_LIMIT_CLIENT_AUTH: rateLimit('10/1m'),
     RATE_LIMIT_API_TOKEN: rateLimit('5000/1h'),
     RATE_LIMIT_VERIFY_EMAIL: rateLimit('5/1h'),
@@ -79,6 +80,7 @@ const schema = z
     DEVICE_POLL_INTERVAL_S: z.coerce.number().int().min(1).max(60).default(5),
     // Webhook deliveries to private, loopback and link-local addresses (refused by default: SSRF).
     WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+    CLIENT_METADATA_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
     // The wait before a failed delivery's first retry (each next one waits twice as long, at most an hour).
     WEBHOOKS_RETRY_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
     // How often each instance looks for deliveries that are due.
@@ -227,6 +229,8 @@ export interface Config {
     signinIp: RateLimit | null;
     signinAccount: RateLimit | null;
     signupIp: RateLimit | null;
+    /** Clients registered (a metadata document fetched, or a dynamic registration) per address. */
+    clientRegistrationIp: RateLimit | null;
     clientAuth: RateLimit | null;
     apiToken: RateLimit | null;
     /** Verification mails (and word that someone tried to use its address) for one account. */
@@ -272,6 +276,11 @@ export interface Config {
    * first retry (doubling each time, for 24 hours), how often the outbox is looked at, and the
    * longest one attempt may take.
    */
+  /**
+   * Client ID Metadata Documents may be fetched from private and loopback addresses, and http://
+   * loopback client ids are accepted (CLIENT_METADATA_ALLOW_PRIVATE): for development and tests.
+   */
+  clientMetadata: { allowPrivate: boolean };
   webhooks: { allowPrivate: boolean; retryMs: number; pollMs: number; timeoutMs: number };
 }
 
@@ -320,6 +329,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       signinIp: e.RATE_LIMIT_SIGNIN_IP,
       signinAccount: e.RATE_LIMIT_SIGNIN_ACCOUNT,
       signupIp: e.RATE_LIMIT_SIGNUP_IP,
+      clientRegistrationIp: e.RATE_LIMIT_CLIENT_REGISTRATION_IP,
       clientAuth: e.RATE_LIMIT_CLIENT_AUTH,
       apiToken: e.RATE_LIMIT_API_TOKEN,
       verifyEmail: e.RATE_LIMIT_VERIFY_EMAIL,
@@ -342,6 +352,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownDelayS: e.SHUTDOWN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     keyActivationDelayS: e.KEY_ACTIVATION_DELAY_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
+    clientMetadata: { allowPrivate: e.CLIENT_METADATA_ALLOW_PRIVATE === 'true' },
     webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: e.WEBHOOKS_TIMEOUT_MS },
   };
 }

@@ -21,6 +21,12 @@ export interface AppRow {
   backchannel_logout_uri: string | null;
   /** May act as itself with the client credentials grant (confidential only); 0 or 1 on SQLite. */
   allow_client_credentials: boolean | number;
+  /** How a client registered itself without a person: `metadata_document` or `dynamic`; null for a person's application. */
+  registered_by?: string | null;
+  /** The host of its metadata document, or the address that registered it. */
+  registered_from?: string | null;
+  /** Every redirect URI of a self-registered client (a JSON array); null for a person's application, which has callback_url only. */
+  redirect_uris?: string | null;
   created_at: string | Date;
   updated_at: string | Date;
 }
@@ -29,6 +35,12 @@ export interface AppRow {
 export function signOutUrlsOf(app: Pick<AppRow, 'sign_out_urls'>): string[] {
   const parsed: unknown = JSON.parse(app.sign_out_urls || '[]');
   return Array.isArray(parsed) ? parsed.filter((url): url is string => typeof url === 'string') : [];
+}
+
+/** Where an application may send people back: its callback URL, or a self-registered client's list. */
+export function redirectUrisOf(app: Pick<AppRow, 'callback_url' | 'redirect_uris'>): string[] {
+  const parsed: unknown = app.redirect_uris ? JSON.parse(app.redirect_uris) : undefined;
+  return Array.isArray(parsed) && parsed.length ? parsed.filter((url): url is string => typeof url === 'string') : [app.callback_url];
 }
 
 /** A list of sign-out redirect URLs as the column stores it. */

@@ -68,6 +68,8 @@ export function interactionRoutes(deps: WebDeps & { provider: Provider; cookieKe
       title: pageT(ctx)('consent:title', { app: app.name }),
       uid: interaction.uid,
       app: { name: app.name, homepageURL: app.homepage_url, description: app.description, groupName },
+      // A client that registered itself (a metadata document, or dynamic registration): said to be unreviewed, with where it came from.
+      registered: app.registered_by ? { by: app.registered_by, from: app.registered_from ?? '' } : null,
       scopes: describeScopes(String(interaction.params.scope ?? '')),
       // The resources (RFC 8707) the application asks for, each with its group and the scopes it asks of it.
       resources: await resourcesAskedFor(db, interaction.params.resource, String(interaction.params.scope ?? '')),

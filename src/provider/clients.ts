@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { findClientWithSecrets, signOutUrlsOf, touchSecret, type AppRow } from '../db/apps.js';
+import { findClientWithSecrets, redirectUrisOf, signOutUrlsOf, touchSecret, type AppRow } from '../db/apps.js';
 import { findResourceByClientId, isResourceClientId, type ResourceRow } from '../db/resources.js';
 import { changeVersionsOf } from '../services/change-versions.js';
 import { now } from '../time.js';
@@ -53,7 +53,7 @@ export function createClientAdapter(db: Knex): Adapter {
         application_type: isNativeLoopback(app) ? 'native' : 'web',
         client_name: app.name,
         client_uri: app.homepage_url,
-        redirect_uris: [app.callback_url],
+        redirect_uris: redirectUrisOf(app),
         // RP-initiated logout returns only to one of these, matched exactly (a web client's rule).
         post_logout_redirect_uris: signOutUrlsOf(app),
         // The device grant only for an application that enabled it: without it, the device
@@ -117,8 +117,10 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
  * the callback rules allow a web application: such an application stays `web`. A `localhost`
  * callback, refused for new public applications, keeps matching exactly.
  */
-function isNativeLoopback(app: Pick<AppRow, 'client_type' | 'callback_url' | 'sign_out_urls'>): boolean {
+function isNativeLoopback(app: Pick<AppRow, 'client_type' | 'callback_url' | 'sign_out_urls' | 'redirect_uris'>): boolean {
   if (app.client_type !== 'public') return false;
+  // A self-registered client is native when none of its redirect URIs is https (loopback or private-use scheme only).
+  if (app.redirect_uris) return redirectUrisOf(app).every((uri) => !uri.startsWith('https:'));
   const callback = URL.parse(app.callback_url);
   if (!callback || callback.protocol !== 'http:' || !['127.0.0.1', '[::1]'].includes(callback.hostname)) return false;
   return signOutUrlsOf(app).every((url) => {

@@ -21,6 +21,7 @@ import { errorsWithDescriptions } from './error-descriptions.js';
 import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import { keystoreSet, type ProviderKeys } from './keys.js';
+import { metadataDocumentClients } from './metadata-document-clients.js';
 import { providerKeystore } from './keystore.js';
 import { providerPages, scriptlessSignedOutLogout, type RenderPage } from './pages.js';
 import { indexProviderSessions } from './session-index.js';
@@ -64,6 +65,11 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenRequestWithoutBody(ROUTES.token));
   provider.use(providerFormBodies());
   provider.use(tokenParametersInQuery(ROUTES.token));
+  provider.use(metadataDocumentClients(
+    { db, limits: deps.limits, allowPrivate: config.clientMetadata.allowPrivate },
+    { authorization: ROUTES.authorization, others: [ROUTES.token, ROUTES.pushed_authorization_request, ROUTES.device_authorization, ROUTES.revocation] },
+    async (ctx, status, message) => renderErrorPage(ctx, status, 'The application cannot be used', message),
+  ));
   provider.use(grantTypeRefusalAsUnauthorizedClient(ROUTES.token));
   provider.use(clientAuthLimit(deps.limits, [ROUTES.token, ROUTES.revocation, ROUTES.introspection, ROUTES.device_authorization, ROUTES.pushed_authorization_request]));
   provider.use(devicePollInterval(deps.limits, ROUTES.token));

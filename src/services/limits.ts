@@ -165,6 +165,7 @@ export class Limits {
   private readonly signinIp?: Counter;
   private readonly signinAccount?: { failures: RateLimiterAbstract; slow: RateLimiterAbstract; points: number };
   private readonly signup?: Counter;
+  private readonly clientRegistration?: Counter;
   private readonly clientAuth?: Counter & { failures: RateLimiterAbstract };
   private readonly apiToken?: Counter;
   private readonly verifyEmail?: Counter;
@@ -200,6 +201,7 @@ export class Limits {
       };
     }
     if (limits.signupIp) this.signup = counter('signup-ip', limits.signupIp);
+    if (limits.clientRegistrationIp) this.clientRegistration = counter('client-registration-ip', limits.clientRegistrationIp);
     if (limits.clientAuth) this.clientAuth = { ...counter('client-auth', limits.clientAuth), failures: make('client-auth-failures', limits.clientAuth) };
     if (limits.apiToken) this.apiToken = counter('api-token', limits.apiToken);
     if (limits.verifyEmail) this.verifyEmail = counter('verify-email', limits.verifyEmail);
@@ -286,6 +288,20 @@ export class Limits {
     if (!taken.allowed) {
       const seconds = retryAfterS(taken.res);
       throw this.refused('signup-ip', new RetryLaterError(429, 'rate_limited', `Too many accounts were created from your network. Try again ${inWords(seconds)}.`, seconds));
+    }
+  }
+
+  /**
+   * One client registered without a person (a metadata document fetched, or a dynamic
+   * registration) from this address: a 429 past its limit. The point is taken before the fetch or
+   * the write, so parallel registrations are counted before any is made.
+   */
+  async takeClientRegistration(ip: string): Promise<void> {
+    if (!this.clientRegistration) return;
+    const taken = await consume(this.clientRegistration.limiter, key(addressKey(ip)));
+    if (!taken.allowed) {
+      const seconds = retryAfterS(taken.res);
+      throw this.refused('client-registration-ip', new RetryLaterError(429, 'rate_limited', `Too many clients were registered from your network. Try again ${inWords(seconds)}.`, seconds));
     }
   }
 
