@@ -68,3 +68,20 @@ export async function refreshMetadataClient(db: Knex, clientId: string, fields: 
     updated_at: at,
   });
 }
+
+/** A dynamically registered client's update (RFC 7592): what its metadata says now. */
+export async function updateDynamicClient(db: Knex, clientId: string, fields: Pick<RegisteredClientFields, 'name' | 'homepageUrl' | 'redirectUris'>, at: string): Promise<boolean> {
+  const changed = await db('oauth_apps').where({ client_id: clientId, registered_by: 'dynamic' }).update({
+    name: fields.name,
+    homepage_url: fields.homepageUrl,
+    callback_url: fields.redirectUris[0],
+    redirect_uris: JSON.stringify(fields.redirectUris),
+    updated_at: at,
+  });
+  return changed > 0;
+}
+
+/** The row of a dynamically registered client (RFC 7592 delete); undefined for any other. */
+export function findDynamicClient(db: Knex, clientId: string): Promise<{ id: number; group_id: number; name: string } | undefined> {
+  return db('oauth_apps').where({ client_id: clientId, registered_by: 'dynamic' }).first('id', 'group_id', 'name');
+}

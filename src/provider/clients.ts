@@ -4,6 +4,8 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { findClientWithSecrets, redirectUrisOf, signOutUrlsOf, touchSecret, type AppRow } from '../db/apps.js';
 import { findResourceByClientId, isResourceClientId, type ResourceRow } from '../db/resources.js';
 import { changeVersionsOf } from '../services/change-versions.js';
+import { deleteDynamicClient, registrationProblem, storeDynamicClient } from '../services/client-registration/dynamic.js';
+import { refusedMetadata } from './dynamic-registration.js';
 import { now } from '../time.js';
 import { isClientId } from '../ids.js';
 import { lastUseRecorder } from '../last-use.js';
@@ -24,7 +26,7 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 /** RFC 6749 §4.4: a confidential application acting as itself, which it opts into. */
 export const CLIENT_CREDENTIALS_GRANT = 'client_credentials';
 
-export function createClientAdapter(db: Knex): Adapter {
+export function createClientAdapter(db: Knex, revokeGrants: (grantIds: string[]) => Promise<void>): Adapter {
   const unsupported = async (): Promise<never> => {
     throw new Error('clients are managed in the oauth_apps table, not through the adapter');
   };
@@ -70,15 +72,24 @@ export function createClientAdapter(db: Knex): Adapter {
         // Back-Channel Logout 1.0: logout tokens go here when a session of the application ends;
         // they always carry the session's sid, so the application ends that session only.
         ...(app.backchannel_logout_uri ? { backchannel_logout_uri: app.backchannel_logout_uri, backchannel_logout_session_required: true } : {}),
-        secret_digests: secrets.map((s) => `${s.id}:${s.digest}`),
-        group_id: app.group_id,
+        // Not for a self-registered client, whose metadata its registration access token reads (RFC 7592).
+        ...(app.registered_by ? {} : { secret_digests: secrets.map((s) => `${s.id}:${s.digest}`), group_id: app.group_id }),
       } as AdapterPayload;
     },
-    upsert: unsupported,
+    // Dynamic Client Registration (RFC 7591) and its updates (RFC 7592): the library validated the
+    // metadata; the service's own rules are checked here, then the client is kept in oauth_apps.
+    async upsert(clientId: string, payload: AdapterPayload): Promise<void> {
+      const problem = registrationProblem(payload as Record<string, unknown>);
+      if (problem) throw refusedMetadata(problem);
+      await storeDynamicClient(db, clientId, payload as Record<string, unknown>);
+    },
+    // RFC 7592 DELETE, with the client's registration access token: the client and its grants go.
+    async destroy(clientId: string): Promise<void> {
+      await revokeGrants(await deleteDynamicClient(db, clientId, null));
+    },
     findByUid: unsupported,
     findByUserCode: unsupported,
     consume: unsupported,
-    destroy: unsupported,
     revokeByGrantId: unsupported,
   };
 }

@@ -10,6 +10,7 @@ import { createClientAdapter } from './clients.js';
 import { IGNORED_SCOPE_PARAM } from './compat.js';
 import { withAccountCheck } from './interaction-policy.js';
 import { introspectionAllowed, resourceServerInfo } from './resource-servers.js';
+import { registeredClientId } from './dynamic-registration.js';
 import type { KeystoreSet } from './keystore.js';
 import type { ProviderKeys } from './keys.js';
 import { CookieSigner } from '../cookie-signing.js';
@@ -30,6 +31,8 @@ export const ROUTES = {
   code_verification: '/login/device',
   // RFC 9126: the client pushes its authorization request here, then sends only its request_uri to authorize.
   pushed_authorization_request: '/login/oauth/par',
+  // RFC 7591 (and RFC 7592 at /login/oauth/register/:clientId), open while an administrator allows it.
+  registration: '/login/oauth/register',
 } as const;
 
 /**
@@ -50,12 +53,14 @@ export interface ConfigurationDeps {
   /** Storage of every model but Client. */
   modelAdapter: (name: string) => Adapter;
   pages: ProviderPages;
+  /** Revokes grants and what was issued under them (a dynamically registered client deleted itself). */
+  revokeGrants: (grantIds: string[]) => Promise<void>;
 }
 
 /** Every oidc-provider option this service sets; the library's defaults hold for the rest. */
 export function providerConfiguration(deps: ConfigurationDeps): Configuration {
   const { config, db, keys, pages } = deps;
-  const clientAdapter = createClientAdapter(db);
+  const clientAdapter = createClientAdapter(db, deps.revokeGrants);
   const findAccount = accountFinder(db);
   const secure = config.issuer.startsWith('https://');
   // Signed, httpOnly, sent on top-level navigations from other sites (the client's redirect back), Secure under https.
@@ -165,6 +170,11 @@ export function providerConfiguration(deps: ConfigurationDeps): Configuration {
       // endpoint, a request that names no resource gets the granted one unless it asked for
       // openid (the library's rule), so a token for userinfo stays one.
       resourceIndicators: { enabled: true, getResourceServerInfo: resourceServerInfo(db) },
+      // RFC 7591 Dynamic Client Registration of public clients, and RFC 7592 management with the
+      // registration access token the answer carries (dynamic-registration.ts). Refused, and left
+      // out of discovery, until an administrator turns it on; no initial access token is taken.
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: true, idFactory: registeredClientId },
+      registrationManagement: { enabled: true, rotateRegistrationAccessToken: true },
       // OpenID Connect Back-Channel Logout 1.0 for applications with a back-channel logout URL
       // (clients.ts): logout tokens on the provider's own logout, and on the service's ways of
       // ending sessions (backchannel-logout.ts).

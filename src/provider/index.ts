@@ -22,6 +22,8 @@ import { providerFaults, recordProviderFault } from './faults.js';
 import { providerFormBodies } from './forms.js';
 import { keystoreSet, type ProviderKeys } from './keys.js';
 import { metadataDocumentClients } from './metadata-document-clients.js';
+import { registrationGate } from './dynamic-registration.js';
+import { revokeGrant } from '../services/grants.js';
 import { providerKeystore } from './keystore.js';
 import { providerPages, scriptlessSignedOutLogout, type RenderPage } from './pages.js';
 import { indexProviderSessions } from './session-index.js';
@@ -53,7 +55,10 @@ export function createProvider(deps: ProviderDeps): Provider {
   // The pages read the session through the provider, which exists once the configuration is built.
   const pages = providerPages({ db, provider: () => provider, render: deps.renderPage });
   const signingKeys = keystoreSet(deps.keys.signing, Date.now());
-  const provider = new Provider(config.issuer, providerConfiguration({ ...deps, pages, signingKeys }));
+  const revokeGrants = async (grantIds: string[]) => {
+    for (const grantId of grantIds) await revokeGrant(provider, grantId);
+  };
+  const provider = new Provider(config.issuer, providerConfiguration({ ...deps, pages, signingKeys, revokeGrants }));
   // Checks that the library's keystore is where this service changes it, and publishes the JWKS.
   providerKeystore(provider, signingKeys);
   applyTokenFormats(provider, { db, onError });
@@ -65,6 +70,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenRequestWithoutBody(ROUTES.token));
   provider.use(providerFormBodies());
   provider.use(tokenParametersInQuery(ROUTES.token));
+  provider.use(registrationGate({ db, limits: deps.limits }, { registration: ROUTES.registration, discovery: ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'] }));
   provider.use(metadataDocumentClients(
     { db, limits: deps.limits, allowPrivate: config.clientMetadata.allowPrivate },
     { authorization: ROUTES.authorization, others: [ROUTES.token, ROUTES.pushed_authorization_request, ROUTES.device_authorization, ROUTES.revocation] },

@@ -3,6 +3,7 @@ import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { Knex } from 'knex';
 import { z } from 'zod';
+import { recordAudit } from '../../db/audit.js';
 import { findMetadataClient, insertRegisteredClient, refreshMetadataClient } from '../../db/client-registration.js';
 import { isUniqueViolation } from '../../db/knex.js';
 import { MAX_CLIENT_ID_LENGTH } from '../../ids.js';
@@ -165,7 +166,12 @@ export async function ensureMetadataClient(deps: MetadataDocumentDeps, clientId:
     return;
   }
   try {
-    await insertRegisteredClient(deps.db, { clientId, groupId: group.id, ...fields, registeredBy: 'metadata_document', registeredFrom: new URL(clientId).host }, at);
+    const from = new URL(clientId).host;
+    await deps.db.transaction(async (trx) => {
+      await insertRegisteredClient(trx, { clientId, groupId: group.id, ...fields, registeredBy: 'metadata_document', registeredFrom: from }, at);
+      // In the group's audit log, and told to its webhooks (application.created), with no person as the actor.
+      await recordAudit(trx, { groupId: group.id, actorId: null, action: 'app.create', target: clientId, details: { name: fields.name, registeredBy: 'metadata_document' }, ip }, at);
+    });
   } catch (err) {
     // Two flows of one new client at once: the other added it.
     if (!isUniqueViolation(err)) throw err;
