@@ -254,6 +254,18 @@ describeEachProfile('Group settings → Resources', (profile) => {
       expect(JSON.parse(row.scopes)).to.deep.equal([{ name: 'tools:read', description: 'Read tools' }, { name: 'tools:write', description: 'Write tools' }]);
     });
 
+    it('keeps more than twenty scopes in their order when the form is saved, and adds the one typed into a blank row', async () => {
+      const { owner, group, client } = await signedInOwner(idp);
+      const scopes = Array.from({ length: 24 }, (_, i) => ({ name: `s${i + 1}`, description: `Scope number ${i + 1}` }));
+      const { resource } = await createResource({ db: idp.db, issuer: idp.url }, await groupAccess(idp.db, owner.id, group.id), { identifier: identifier(), name: 'Many', scopes });
+      const href = `${resources(group)}/${resource.id}`;
+      const page = await client.get(href).expect(200);
+      expect((page.text.match(/name="scopeName"/g) ?? []).length).to.equal(27);
+      await client.fill(page, href, { [L.scope(26)]: 'extra', [L.description(26)]: 'One more' }).expect(302, `${href}?notice=saved`);
+      const row = (await idp.db('resources').where({ id: resource.id }).first()) as { scopes: string };
+      expect(JSON.parse(row.scopes)).to.deep.equal([...scopes, { name: 'extra', description: 'One more' }]);
+    });
+
     it('generates a new secret that replaces the old one and is shown once', async () => {
       const { group, client } = await signedInOwner(idp);
       const { page, href } = await register(client, group);
