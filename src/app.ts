@@ -68,6 +68,7 @@ import { pruneExpiredSignUps } from './services/sign-up.js';
 import { pruneExpiredEmailChanges } from './services/email-change.js';
 import { groupRoutes } from './web/group-routes.js';
 import { webhookRoutes } from './web/webhook-routes.js';
+import { resourceRoutes } from './web/resource-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 import { signInMethodsRoutes } from './web/sign-in-methods-routes.js';
 import { startWebhookSender, type WebhookSender } from './services/webhooks/sender.js';
@@ -246,7 +247,7 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   web.use(upstreamButtons(deps));
   // Re-authentication for the changes a stolen session must not make on its own.
   const access = new AccessConfirmation(deps, new PasskeyChallenges(deps));
-  for (const routes of [accountRoutes(deps), federationRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), webhookRoutes(deps), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }, access), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), signInMethodsRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
+  for (const routes of [accountRoutes(deps), federationRoutes(deps), accountLinkRoutes({ ...deps, provider }), groupRoutes({ ...deps, provider }), appRoutes({ ...deps, provider }), webhookRoutes(deps), resourceRoutes(deps), interactionRoutes({ ...deps, provider, cookieKeys: keys.cookieKeys }), restartRoutes({ provider, cookieKeys: keys.cookieKeys }), settingsRoutes({ ...deps, provider }, access), accountSettingsRoutes({ ...deps, provider }, access), twoFactorRoutes(deps, access), passkeyRoutes(deps, access), signInMethodsRoutes(deps, access), confirmAccessRoutes(access), recoveryRoutes({ ...deps, provider })]) {
     web.use(routes.routes(), routes.allowedMethods());
   }
   const admin = adminRoutes({ ...deps, provider });

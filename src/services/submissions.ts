@@ -10,7 +10,7 @@ import { now } from '../time.js';
  * new record's id with it; a copy finds the key claimed (the unique index decides, also between
  * instances), writes nothing, and its caller shows the record the first copy made.
  */
-export type SubmissionKind = 'group' | 'app' | 'secret' | 'token' | 'member' | 'webhook';
+export type SubmissionKind = 'group' | 'app' | 'secret' | 'token' | 'member' | 'webhook' | 'resource';
 
 export interface SubmissionKey {
   key: string;

@@ -28,6 +28,7 @@ export const LABELS = {
   password: { current_password: 'Current password', password: 'New password', password_confirmation: 'Confirm new password' },
   member: { user: 'Username or email', role: 'Role' },
   webhook: { url: 'Payload URL', secret: 'Secret', events: 'Events', active: 'Active' },
+  resource: { identifier: 'Identifier', name: 'Name', tokenFormat: 'Token format', scopes: 'Scopes' },
   deleteAccount: { password: 'Your password' },
   forgotPassword: { email: 'Email' },
   resetPassword: { password: 'New password', password_confirmation: 'New password again' },

@@ -420,7 +420,8 @@ function groupAuditEvent(row: AuditRow, lang: Language) {
   const t = translator(lang);
   const [form, fields]: [string, Record<string, string>] = row.action.startsWith('app.')
     ? ['audit:_appFields', LABELS.app]
-    : row.action.startsWith('webhook.') ? ['webhooks:labels', LABELS.webhook] : ['groups:labels.group', LABELS.group];
+    : row.action.startsWith('webhook.') ? ['webhooks:labels', LABELS.webhook]
+      : row.action.startsWith('resource.') ? ['resources:labels', LABELS.resource] : ['groups:labels.group', LABELS.group];
   const details = auditDetails(auditDetailsOf(row), (field) => (Object.hasOwn(fields, field) ? t(`${form}.${field}`) : field), lang);
   const actor = row.actor_username
     ?? (row.actor_client_id ? t('groups:audit.application', { name: row.actor_app_name ?? row.actor_client_id }) : undefined)

@@ -22,6 +22,7 @@ const GROUP_PAGES = (path: string) => [
   ['Members', `/groups/${path}/settings/members`],
   ['Developer', `/groups/${path}/settings/developer`],
   ['Webhooks', `/groups/${path}/settings/webhooks`],
+  ['Resources', `/groups/${path}/settings/resources`],
   ['Audit log', `/groups/${path}/settings/audit`],
 ];
 

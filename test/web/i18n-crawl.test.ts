@@ -6,6 +6,7 @@ import { unescapeHtml } from '../helpers/html.js';
 import { expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { addMember } from '../../src/services/groups.js';
+import { createResource } from '../../src/services/resources/manage.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { LANGUAGES, type Language } from '../../src/i18n.js';
 
@@ -30,6 +31,8 @@ describe('Every page reached by links, in the reader\'s language', function () {
     const access = await groupAccess(idp.db, admin.id, group.id);
     await createWebhook({ db: idp.db, cipher: undefined, allowPrivate: true }, access, { url: 'http://127.0.0.1:9/hook', secret: 'a-secret-for-the-crawl', events: ['member.added'] });
     await addMember(idp.db, access, { user: (await makeUser(idp.db)).username, role: 'member' });
+    // A resource, for its page: its credentials, its metadata and its form with scope rows.
+    await createResource({ db: idp.db, issuer: idp.url }, access, { identifier: 'https://screens.example.test/mcp', name: 'Screens API', scopes: [{ name: 'screens:read', description: 'See the screens' }] });
   });
 
   /** The site's own links of a page (no script, style, API or sign-out). */
@@ -80,7 +83,7 @@ describe('Every page reached by links, in the reader\'s language', function () {
       const { read, problems } = await crawl(browser, ['/groups', '/account/settings/profile', '/admin/users'], lang);
       // The crawl got round: the areas' pages, not only the seeds.
       expect(read.length, read.join(" ")).to.be.greaterThan(25);
-      for (const page of [/^\/admin\/users\/\d+$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/account\/settings\/tokens$/]) {
+      for (const page of [/^\/admin\/users\/\d+$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/new$/, /^\/account\/settings\/tokens$/]) {
         expect(read.some((path) => page.test(path)), `${page} among ${read.join(' ')}`).to.equal(true);
       }
       expect(problems, problems.join('\n')).to.deep.equal([]);
