@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
@@ -81,6 +82,20 @@ const schema = z
     // Webhook deliveries to private, loopback and link-local addresses (refused by default: SSRF).
     WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
     CLIENT_METADATA_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+    CLIENT_METADATA_CA_FILE: z
+      .string()
+      .optional()
+      .transform((path, ctx) => {
+        if (!path) return undefined;
+        try {
+          const pem = readFileSync(path, 'utf8');
+          if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate in it');
+          return pem;
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: `must be a readable PEM file of CA certificates (${(err as Error).message})` });
+          return z.NEVER;
+        }
+      }),
     // The wait before a failed delivery's first retry (each next one waits twice as long, at most an hour).
     WEBHOOKS_RETRY_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
     // How often each instance looks for deliveries that are due.
@@ -280,7 +295,7 @@ export interface Config {
    * Client ID Metadata Documents may be fetched from private and loopback addresses, and http://
    * loopback client ids are accepted (CLIENT_METADATA_ALLOW_PRIVATE): for development and tests.
    */
-  clientMetadata: { allowPrivate: boolean };
+  clientMetadata: { allowPrivate: boolean; /** CLIENT_METADATA_CA_FILE: CA certificates trusted, beside the system's, when fetching documents (a company's own CA). */ ca: string | undefined };
   webhooks: { allowPrivate: boolean; retryMs: number; pollMs: number; timeoutMs: number };
 }
 
@@ -352,7 +367,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownDelayS: e.SHUTDOWN_DELAY_S ?? (e.NODE_ENV === 'production' ? 5 : 0),
     keyActivationDelayS: e.KEY_ACTIVATION_DELAY_S,
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
-    clientMetadata: { allowPrivate: e.CLIENT_METADATA_ALLOW_PRIVATE === 'true' },
+    clientMetadata: { allowPrivate: e.CLIENT_METADATA_ALLOW_PRIVATE === 'true', ca: e.CLIENT_METADATA_CA_FILE },
     webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: e.WEBHOOKS_TIMEOUT_MS },
   };
 }

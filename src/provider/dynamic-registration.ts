@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import { inWords, RetryLaterError } from '../errors.js';
 import { KEPT_METADATA, nativeRedirects, registering } from '../services/client-registration/dynamic.js';
-import { registrationGroup } from '../services/client-registration/settings.js';
+import { clientRegistrationSettings, registrationGroup } from '../services/client-registration/settings.js';
 import type { Limits } from '../services/limits.js';
 
 /**
@@ -13,7 +13,8 @@ import type { Limits } from '../services/limits.js';
  * keeps the clients in oauth_apps (clients.ts, services/client-registration/dynamic.ts).
  *
  * Registration is open only while an administrator turns it on (Admin → Client registration):
- * otherwise it is refused, and discovery does not name the endpoint. Each registration takes a
+ * otherwise it is refused, and discovery does not name the endpoint. Discovery also says
+ * `client_id_metadata_document_supported` while metadata documents are accepted. Each registration takes a
  * point of the per-address limit before anything is read. A client is always public: whatever
  * `token_endpoint_auth_method` it asks for is replaced by `none` (RFC 7591 §3.2.1 lets the server
  * replace a value, and the answer says what was kept), so it uses PKCE with S256.
@@ -22,9 +23,12 @@ export function registrationGate(deps: { db: Knex; limits: Pick<Limits, 'takeCli
   return async function gateRegistration(ctx: Context, next: Next): Promise<void> {
     if (paths.discovery.includes(ctx.path) && ctx.method === 'GET') {
       await next();
-      if (ctx.status === 200 && ctx.body && typeof ctx.body === 'object' && !(await registrationGroup(deps.db, 'dynamicRegistration'))) {
-        delete (ctx.body as Record<string, unknown>).registration_endpoint;
-      }
+      if (ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
+      const settings = await clientRegistrationSettings(deps.db);
+      const metadata = ctx.body as Record<string, unknown>;
+      if (!settings.dynamicRegistration) delete metadata.registration_endpoint;
+      // draft-ietf-oauth-client-id-metadata-document: how a client learns it may use its document's URL as client_id.
+      if (settings.metadataDocuments) metadata.client_id_metadata_document_supported = true;
       return;
     }
     if (ctx.path !== paths.registration || ctx.method !== 'POST') return next();

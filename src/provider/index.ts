@@ -72,7 +72,7 @@ export function createProvider(deps: ProviderDeps): Provider {
   provider.use(tokenParametersInQuery(ROUTES.token));
   provider.use(registrationGate({ db, limits: deps.limits }, { registration: ROUTES.registration, discovery: ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'] }));
   provider.use(metadataDocumentClients(
-    { db, limits: deps.limits, allowPrivate: config.clientMetadata.allowPrivate },
+    { db, limits: deps.limits, allowPrivate: config.clientMetadata.allowPrivate, ca: config.clientMetadata.ca },
     { authorization: ROUTES.authorization, others: [ROUTES.token, ROUTES.pushed_authorization_request, ROUTES.device_authorization, ROUTES.revocation] },
     async (ctx, status, message) => renderErrorPage(ctx, status, 'The application cannot be used', message),
   ));

@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import { recordAudit } from '../../db/audit.js';
@@ -43,6 +44,8 @@ export interface MetadataDocumentDeps {
   limits: Pick<Limits, 'takeClientRegistration'>;
   /** Private and loopback addresses may be fetched, and http:// loopback client ids are accepted (development and tests). */
   allowPrivate: boolean;
+  /** CA certificates (PEM) trusted beside the system's. */
+  ca?: string | undefined;
 }
 
 /**
@@ -99,13 +102,14 @@ export function keepSeconds(cacheControl: string | undefined): number {
 }
 
 /** GETs the document with the guards above; the parsed JSON and how long it may be kept. */
-export async function fetchMetadataDocument(url: string, allowPrivate: boolean): Promise<{ body: unknown; keepS: number }> {
+export async function fetchMetadataDocument(url: string, allowPrivate: boolean, ca?: string): Promise<{ body: unknown; keepS: number }> {
   const host = hostOf(url);
   if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new MetadataDocumentError(`${host} is not a public address`);
   const request = url.startsWith('https:') ? httpsRequest : httpRequest;
   const signal = AbortSignal.timeout(FETCH_TIMEOUT_MS);
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request(url, { method: 'GET', headers: { accept: 'application/json' }, signal, lookup: guardedLookup(allowPrivate), agent: false }, resolve);
+    const trust = ca ? { ca: [...rootCertificates, ca] } : {};
+    const req = request(url, { method: 'GET', headers: { accept: 'application/json' }, signal, lookup: guardedLookup(allowPrivate), agent: false, ...trust }, resolve);
     req.on('error', (err: NodeJS.ErrnoException) =>
       reject(new MetadataDocumentError(err.code === 'ETARGETREFUSED' ? err.message : signal.aborted ? `no answer within ${FETCH_TIMEOUT_MS / 1000} seconds` : `could not be fetched (${err.code ?? err.message})`)),
     );
@@ -157,7 +161,7 @@ export async function ensureMetadataClient(deps: MetadataDocumentDeps, clientId:
   }
   // A new client counts against the address that brought it; a known one's refresh does not.
   if (!row) await deps.limits.takeClientRegistration(ip);
-  const { body, keepS } = await fetchMetadataDocument(clientId, deps.allowPrivate);
+  const { body, keepS } = await fetchMetadataDocument(clientId, deps.allowPrivate, deps.ca);
   const description = describeClient(clientId, body);
   const at = now();
   const fields = { ...description, metadataExpiresAt: new Date(Date.now() + keepS * 1000).toISOString() };
