@@ -10,6 +10,10 @@ import { MAX_WEBHOOKS_PER_GROUP, RETRY_FOR_MS } from '../services/webhooks/manag
 import { newWebhook, webhookChanges } from '../services/webhooks/rules.js';
 import { KEPT_FOR_MS } from '../services/webhooks/sender.js';
 import { redeliveryRequest } from './webhooks/routes.js';
+import { resourceJson, resourceWithSecretJson } from '../presenters/resource.js';
+import { MAX_RESOURCES_PER_GROUP } from '../services/resources/manage.js';
+import { newResource, resourceChanges } from '../services/resources/rules.js';
+import { newResourceSecretRequest } from './resources/routes.js';
 import { MAX_USER_QUERY } from './admin/routes.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import { OUTAGE_RETRY_AFTER_S } from '../storage.js';
@@ -54,6 +58,10 @@ const Webhook = webhookJson.meta({ id: 'Webhook' });
 const NewWebhook = newWebhook.meta({ id: 'NewWebhook' });
 const WebhookChanges = webhookChanges.meta({ id: 'WebhookChanges' });
 const WebhookDelivery = deliveryJson.meta({ id: 'WebhookDelivery' });
+const Resource = resourceJson.meta({ id: 'Resource' });
+const ResourceWithSecret = resourceWithSecretJson.meta({ id: 'ResourceWithSecret' });
+const NewResource = newResource.meta({ id: 'NewResource' });
+const ResourceChanges = resourceChanges.meta({ id: 'ResourceChanges' });
 const ReportAccepted = z.strictObject({ message: z.literal(REPORT_ACCEPTED.message) }).meta({ id: 'CredentialReportAccepted' });
 
 /**
@@ -207,6 +215,12 @@ const userIdParam = parameter('id', 'path', recordIdText, 'The user\'s id');
 const clientIdParam = parameter('clientID', 'path', clientId, 'The application\'s client ID');
 const hookIdParam = parameter('hookId', 'path', recordIdText, 'The webhook\'s id');
 const deliveryIdParam = parameter('deliveryId', 'path', bigRecordIdText, 'The delivery\'s id');
+/** The changes of resources answer 403 to an OAuth access token too: with one, an application could register a resource and take the tokens meant for it. */
+const resourceChangeAuthErrors = personalOwnerAuthErrorsFor('creating, changing and deleting resources, and replacing their secrets,');
+const resourceIdParam = parameter('resourceId', 'path', recordIdText, 'The resource\'s id');
+const NO_RESOURCE = 'No such group or resource, or the caller is not a member of the group (a resource of another group is one that does not exist here)';
+const BAD_RESOURCE =
+  'a field is of the wrong type, unknown or invalid (error_description names it): an `identifier` that is not an https:// URL (http:// only on a loopback host), has a query or a fragment, or is an address of this service; a scope named as one of the service\'s own (`openid`, `profile`, `email`, `groups:…`), named twice, or no scope; a `tokenFormat` other than `opaque` or `jwt`';
 const NO_WEBHOOK = 'No such group or webhook, or the caller is not a member of the group (a webhook of another group is one that does not exist here)';
 const NO_DELIVERY = 'No such group, webhook or delivery, or the caller is not a member of the group (a webhook or delivery of another is one that does not exist here)';
 const REFUSED_URL =
@@ -220,7 +234,7 @@ export function openApiDocument(issuer: string) {
       title: 'Horizon ID API',
       version: '2',
       description:
-        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes; creating, changing and deleting OAuth applications and their secrets, and webhooks, also takes a personal access token (an OAuth access token only reads them). A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
+        'Call with `Authorization: Bearer <token>`: an OAuth access token (`ho_…`, from the authorization code flow) or a personal access token (`ha_…`, from Account settings → Access tokens). Both act as their user, limited by their scopes; creating, changing and deleting OAuth applications and their secrets, webhooks and resources, also takes a personal access token (an OAuth access token only reads them). A personal access token may also be limited to some of its user\'s groups: the others read as groups the user is not in (404, and left out of `GET /groups`). A group may cap the lifetime of personal access tokens (`personalTokenMaxLifetimeDays`): a token that lives longer is refused on its routes (403 `token_lifetime_exceeds_group_policy`) and the group is left out of its `GET /groups`; it still works elsewhere.',
     },
     servers: [{ url: `${issuer}/apis/v2` }],
     security: [{ bearer: [] }],
@@ -608,6 +622,90 @@ export function openApiDocument(issuer: string) {
             400: invalid('The id, the hookId or the deliveryId is not a positive integer, or the body has a field (none is taken)'),
             ...webhookChangeAuthErrors,
             404: errorResponse(NO_DELIVERY),
+          },
+        },
+      },
+      '/groups/{id}/resources': {
+        get: {
+          operationId: 'listResources',
+          summary: 'The resources of a group (owners only)',
+          description: `Scope \`groups:read-write\`; the caller must be an owner of the group. The protected APIs (an MCP server, say) the group registered, whose tokens clients ask for with \`resource=<identifier>\` (RFC 8707). Ascending \`id\`, paginated, with a \`Link\` header; a group has at most ${MAX_RESOURCES_PER_GROUP}. An introspection secret is never shown here.`,
+          parameters: [groupIdParam, ...pageParams],
+          responses: {
+            200: pageResponse('One page of resources', Resource),
+            400: invalid('The id or a pagination parameter is invalid'),
+            ...ownerAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+          },
+        },
+        post: {
+          operationId: 'createResource',
+          summary: 'Register a resource of a group (owners only)',
+          description:
+            `${PERSONAL} A client that sends \`resource=<identifier>\` at authorize and at the token endpoint gets an access token bound to it (\`aud\`), carrying only the resource's scopes the person granted, in its \`tokenFormat\`. The answer carries the client id and secret its server introspects with (HTTP Basic at \`introspectionEndpoint\`); the secret is shown this once. A group has at most ${MAX_RESOURCES_PER_GROUP} resources (one more is a 409); an identifier is registered once on the site (another is a 409). Recorded in the group's audit log (\`resource.create\`).`,
+          parameters: [groupIdParam],
+          requestBody: jsonBody(NewResource, 'The resource\'s fields; an unknown field is a 400', true),
+          responses: {
+            201: jsonResponse('The resource, with its introspection secret shown once', data(ResourceWithSecret), { Location: textHeader('The resource\'s URL in this API') }),
+            400: invalid(`A field is missing, or ${BAD_RESOURCE}`),
+            ...resourceChangeAuthErrors,
+            404: errorResponse('No such group, or the caller is not a member'),
+            409: errorResponse(`The identifier is already registered on this site, or the group already has ${MAX_RESOURCES_PER_GROUP} resources (\`conflict\`)`),
+          },
+        },
+      },
+      '/groups/{id}/resources/{resourceId}': {
+        get: {
+          operationId: 'getResource',
+          summary: 'One resource of a group (owners only)',
+          description: 'Scope `groups:read-write`; the caller must be an owner of the group. Its introspection secret is never shown.',
+          parameters: [groupIdParam, resourceIdParam],
+          responses: {
+            200: jsonResponse('The resource', data(Resource)),
+            400: invalid('The id or the resourceId is not a positive integer'),
+            ...ownerAuthErrors,
+            404: errorResponse(NO_RESOURCE),
+          },
+        },
+        patch: {
+          operationId: 'updateResource',
+          summary: 'Edit any of the fields of a resource (owners only)',
+          description: `${PERSONAL} Fields left out keep their value; the introspection credentials stay. Tokens already issued keep the audience and scopes they were issued with. Each change is recorded in the group's audit log (\`resource.update\`).`,
+          parameters: [groupIdParam, resourceIdParam],
+          requestBody: jsonBody(ResourceChanges, 'The fields to change; an unknown field is a 400'),
+          responses: {
+            200: jsonResponse('The resource as it is now', data(Resource)),
+            400: invalid(`The id or the resourceId is not a positive integer, or ${BAD_RESOURCE}`),
+            ...resourceChangeAuthErrors,
+            404: errorResponse(NO_RESOURCE),
+            409: errorResponse('The new identifier is already registered on this site (`conflict`)'),
+          },
+        },
+        delete: {
+          operationId: 'deleteResource',
+          summary: 'Delete a resource (owners only)',
+          description: `${PERSONAL} Clients can no longer ask for it (\`invalid_target\`), and its server can no longer introspect; JWT access tokens already issued for it stay valid signatures until they expire. Recorded in the group's audit log (\`resource.delete\`).`,
+          parameters: [groupIdParam, resourceIdParam],
+          responses: {
+            204: noContent('Deleted'),
+            400: invalid('The id or the resourceId is not a positive integer'),
+            ...resourceChangeAuthErrors,
+            404: errorResponse(NO_RESOURCE),
+          },
+        },
+      },
+      '/groups/{id}/resources/{resourceId}/secret': {
+        post: {
+          operationId: 'replaceResourceSecret',
+          summary: 'Replace a resource\'s introspection secret, shown once (owners only)',
+          description: `${PERSONAL} The old secret stops authenticating at once, on every instance; the client id stays. Recorded in the group's audit log (\`resource.secret.regenerate\`, with the new secret's last four characters).`,
+          parameters: [groupIdParam, resourceIdParam],
+          requestBody: jsonBody(newResourceSecretRequest, 'Nothing, or an empty object'),
+          responses: {
+            201: jsonResponse('The resource, with its new introspection secret shown once', data(ResourceWithSecret)),
+            400: invalid('The id or the resourceId is not a positive integer, or the body has a field (none is taken)'),
+            ...resourceChangeAuthErrors,
+            404: errorResponse(NO_RESOURCE),
           },
         },
       },

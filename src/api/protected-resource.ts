@@ -4,6 +4,7 @@ import { registeredResource } from '../services/resources/lookup.js';
 import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { API_PREFIX } from '../edge/surface.js';
+import { RESOURCE_METADATA_PATH, resourceMetadataUrl } from './resources/links.js';
 
 /**
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) of the API: how a client that meets
@@ -31,17 +32,9 @@ export function apiResourceMetadata(issuer: string) {
   };
 }
 
-/**
- * Where the metadata of each resource a group registered is published, by its identifier
- * (`?resource=<identifier>`): the resource's server serves the same document at its own
- * `/.well-known/oauth-protected-resource…` (RFC 9728 §3.1), copying it from here or linking to it.
- * Only a resource whose identifier one already knows can be read: nothing here lists them.
- */
-export const RESOURCE_METADATA_PATH = '/login/oauth/resource-metadata';
-
-export function resourceMetadataUrl(issuer: string, identifier: string): string {
-  return `${issuer}${RESOURCE_METADATA_PATH}?${new URLSearchParams({ resource: identifier })}`;
-}
+// Where each registered resource's metadata is published (resources/links.ts, which the CLI
+// reads without loading the provider).
+export { RESOURCE_METADATA_PATH, resourceMetadataUrl };
 
 export function isResourceMetadataPath(path: string): boolean {
   return path === API_RESOURCE_METADATA_PATH || path === RESOURCE_METADATA_PATH;

@@ -19,6 +19,7 @@ import { groupsApi } from './groups/routes.js';
 import { API_DOCS_PAGE } from './docs.js';
 import { openApiDocument } from './openapi.js';
 import { isResourceMetadataPath, serveResourceMetadata } from './protected-resource.js';
+import { resourcesApi } from './resources/routes.js';
 import { userApi } from './user/routes.js';
 import { webhooksApi } from './webhooks/routes.js';
 
@@ -91,6 +92,7 @@ function apiRouter(deps: ApiDeps): Router {
     appsApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
     adminApi({ db: deps.db, provider: deps.provider, issuer: deps.issuer, realm }),
     webhooksApi({ db: deps.db, cipher: deps.cipher, allowPrivate: deps.allowPrivateWebhooks, issuer: deps.issuer, realm }),
+    resourcesApi({ db: deps.db, issuer: deps.issuer, realm }),
   ]) {
     router.use(routes.routes());
   }

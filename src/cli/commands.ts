@@ -3,6 +3,7 @@ import { presentAccessToken } from '../presenters/access-token.js';
 import { maskAddress } from '../presenters/address.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
+import { presentResource, presentResourceWithSecret } from '../presenters/resource.js';
 import { presentUser } from '../presenters/user.js';
 import { listSigningKeys, retireSigningKey, rotateSigningKey, type SigningKeyStatus } from '../provider/keys.js';
 import type { Config } from '../config.js';
@@ -15,9 +16,11 @@ import { accessApplication, createApplication, updateApplication } from '../serv
 import type { Actor } from '../services/context.js';
 import { deleteGroup } from '../services/group-deletion.js';
 import { addMember, adminAccess, createGroup } from '../services/groups.js';
+import { createResource, deleteResource, resourcesOf, type Resource } from '../services/resources/manage.js';
 import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { sendVerification } from '../services/verification.js';
+import { resourceLinks } from '../api/resources/links.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
 import { providerCommands } from './provider-commands.js';
@@ -203,6 +206,72 @@ async function appCreate({ db, flags }: CommandContext): Promise<CommandResult> 
         ? [`clientSecret: ${secret.secret}`, 'Copy the client secret now: it will not be shown again.']
         : ['A public application has no client secret: its authorization requests must carry a PKCE code_challenge (S256).']),
     ].join('\n'),
+  };
+}
+
+/** A `--scope name=description` as the rules take it; the description may hold `=` too. */
+function scopeOf(flag: string): { name: string; description: string } {
+  const at = flag.indexOf('=');
+  if (at < 0) throw new UsageError(`--scope ${JSON.stringify(flag)}: give the scope as name=description, such as --scope 'tools:read=Read your tools'`);
+  return { name: flag.slice(0, at), description: flag.slice(at + 1) };
+}
+
+/** A resource as a person reads it: what its server is configured with. */
+function resourceText(resource: Resource, issuer: string): string[] {
+  const links = resourceLinks(issuer, resource.identifier);
+  return [
+    `identifier:            ${resource.identifier}`,
+    `token format:          ${resource.tokenFormat}`,
+    `scopes:                ${resource.scopes.map((s) => s.name).join(' ')}`,
+    `clientID:              ${resource.clientId}`,
+    `introspection:         ${links.introspectionEndpoint}`,
+    `metadata:              ${links.metadataUrl}`,
+  ];
+}
+
+async function resourceCreate({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const scopes = flags.list('scope');
+  if (!scopes.length) throw new UsageError('--scope is required: give it once for each scope, as name=description');
+  const { resource, secret } = await createResource({ db, issuer: config.issuer }, access, {
+    identifier: flags.required('identifier'),
+    name: flags.required('name'),
+    scopes: scopes.map(scopeOf),
+    tokenFormat: flags.string('token-format'),
+  });
+  return {
+    json: presentResourceWithSecret(resource, resourceLinks(config.issuer, resource.identifier), secret),
+    text: [
+      `created resource "${resource.name}" in ${access.group.path}`,
+      ...resourceText(resource, config.issuer),
+      `clientSecret:          ${secret}`,
+      'Copy the client secret now: it will not be shown again. The resource\'s server introspects tokens with the client ID and this secret (HTTP Basic).',
+    ].join('\n'),
+  };
+}
+
+async function resourceList({ db, flags, config }: CommandContext): Promise<CommandResult> {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const resources = await resourcesOf(db, access);
+  return {
+    json: { resources: resources.map((r) => presentResource(r, resourceLinks(config.issuer, r.identifier))) },
+    text: resources.length
+      ? resources.map((r) => [`"${r.name}" (id ${r.id})`, ...resourceText(r, config.issuer).map((line) => `  ${line}`)].join('\n')).join('\n\n')
+      : `${access.group.path} has no resources`,
+  };
+}
+
+async function resourceDelete({ db, flags }: CommandContext): Promise<CommandResult> {
+  const access = await adminAccess(db, ADMIN, flags.required('group'));
+  const given = flags.required('identifier');
+  // As clients write it or in its normal form (https://host and https://host/ alike).
+  const href = URL.parse(given)?.href;
+  const resource = (await resourcesOf(db, access)).find((r) => r.identifier === href);
+  if (!resource) throw new UsageError(`--identifier: ${access.group.path} has no resource ${JSON.stringify(given)}`);
+  await deleteResource(db, access, resource.id);
+  return {
+    json: { groupId: Number(access.group.id), id: resource.id, identifier: resource.identifier, deleted: true },
+    text: `deleted resource "${resource.name}" (${resource.identifier}) of ${access.group.path}; clients can no longer ask for it, and its server can no longer introspect`,
   };
 }
 
@@ -442,6 +511,28 @@ export const commands: Command[] = [
     booleans: ['device-flow', 'no-device-flow', 'require-par', 'no-require-par', 'client-credentials', 'no-client-credentials'],
     argument: 'client-id',
     run: appUpdate,
+  },
+  {
+    name: 'resource create',
+    usage: "--group P --identifier URL --name N --scope 'name=description'… [--token-format opaque|jwt]",
+    summary: "Register a resource of the group at path P: an API (an MCP server, say) whose tokens clients ask for with resource=URL (RFC 8707). Repeat --scope for each scope it defines, as name=description (the consent page shows the description). --token-format: opaque ho_ tokens its server introspects (the default), or RFC 9068 JWTs. Prints the client ID and secret its server introspects with; the secret once.",
+    strings: ['group', 'identifier', 'name', 'token-format'],
+    lists: ['scope'],
+    run: resourceCreate,
+  },
+  {
+    name: 'resource list',
+    usage: '--group P',
+    summary: 'List the resources of the group at path P, with the client ID each one\'s server introspects with (never its secret).',
+    strings: ['group'],
+    run: resourceList,
+  },
+  {
+    name: 'resource delete',
+    usage: '--group P --identifier URL',
+    summary: 'Delete the resource of the group at path P with that identifier: clients can no longer ask for it, and its server can no longer introspect.',
+    strings: ['group', 'identifier'],
+    run: resourceDelete,
   },
   {
     name: 'token create',

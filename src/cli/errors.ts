@@ -25,6 +25,8 @@ const FLAG_OF_FIELD: Record<string, string> = {
   signOutRedirectURLs: '--sign-out-url',
   backchannelLogoutURL: '--backchannel-logout-url',
   scopes: '--scope',
+  identifier: '--identifier',
+  tokenFormat: '--token-format',
   'scopes.0': '--scope',
   'scopes.1': '--scope',
   expiresInDays: '--expires-in-days',

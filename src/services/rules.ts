@@ -320,7 +320,13 @@ export function problemsOf(issues: readonly z.core.$ZodIssue[]): FieldProblem[] 
 
 function problemOfIssue(issue: z.core.$ZodIssue): FieldProblem {
   if (issue.code === 'unrecognized_keys') {
-    return { field: issue.keys[0]!, message: `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` };
+    const unknown = issue.keys.map((k) => `"${k}"`).join(', ');
+    if (!issue.path.length) return { field: issue.keys[0]!, message: `unknown field ${unknown}` };
+    // An unknown field of an item (a resource's scope): the field it is in is the one named.
+    const field = String(issue.path[0]);
+    const index = typeof issue.path[1] === 'number' ? issue.path[1] : undefined;
+    const message = `${index === undefined ? field : `${field}[${index}]`} has an unknown field ${unknown}`;
+    return { field, index, problem: problemOf(field, message), message };
   }
   const field = issue.path.length ? String(issue.path[0]) : 'body';
   const index = typeof issue.path[1] === 'number' ? issue.path[1] : undefined;

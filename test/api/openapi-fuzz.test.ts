@@ -7,6 +7,7 @@ import { appAccess, groupAccess, makeApp, makeGroup, makeUser, personalToken } f
 import { documentChecker, inlineRefs, type Json } from '../helpers/openapi.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
+import { createResource } from '../../src/services/resources/manage.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 
 /**
@@ -137,7 +138,8 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
 
   /**
    * Real values for the path parameters, made anew for each operation: a group of the owner's,
-   * its application and a secret of it, its webhook and a delivery of it (the member added).
+   * its application and a secret of it, its webhook and a delivery of it (the member added), and
+   * a resource of it.
    */
   async function world(): Promise<Record<string, string>> {
     const group = await makeGroup(idp.db, owner.id);
@@ -151,7 +153,12 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
     });
     await addMember(idp.db, await groupAccess(idp.db, owner.id, group.id), { user: (await makeUser(idp.db)).username, role: 'member' });
     const delivery = (await idp.db('webhook_deliveries').where({ webhook_id: hook.id }).first()) as { id: number | string };
-    return { id: String(group.id), clientID: app.clientId, secretID: String(secret.id), hookId: String(hook.id), deliveryId: String(delivery.id) };
+    const { resource } = await createResource({ db: idp.db, issuer: idp.url }, await groupAccess(idp.db, owner.id, group.id), {
+      identifier: `https://fuzzed-${group.id}-${process.pid}.example.test/mcp`,
+      name: 'Fuzzed tools',
+      scopes: [{ name: 'tools:read', description: 'Read your tools' }],
+    });
+    return { id: String(group.id), clientID: app.clientId, secretID: String(secret.id), hookId: String(hook.id), deliveryId: String(delivery.id), resourceId: String(resource.id) };
   }
 
   for (const { path, method } of OPERATIONS) {

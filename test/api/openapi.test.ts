@@ -4,6 +4,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember, updateGroupSettings } from '../../src/services/groups.js';
+import { createResource } from '../../src/services/resources/manage.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
@@ -181,6 +182,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
       hookId: number;
       deliveryId: number;
       doomedHookId: number;
+      /** A resource of `foreignGroupId`, and one for deleting. */
+      resourceId: number;
+      doomedResourceId: number;
     };
 
     before(async () => {
@@ -207,6 +211,9 @@ describeEachProfile('API OpenAPI document', (profile) => {
       const doomedHook = await createWebhook(webhooks, await groupAccess(db, owner.id, foreign.id), { ...newHook, events: ['group.deleted'] });
       await addMember(db, await groupAccess(db, owner.id, foreign.id), { user: (await makeUser(db)).username, role: 'member' });
       const delivery = (await db('webhook_deliveries').where({ webhook_id: hook.id }).first()) as { id: number | string };
+      const resources = { db, issuer: idp.url };
+      const { resource } = await createResource(resources, await groupAccess(db, owner.id, foreign.id), newResource());
+      const { resource: doomedResource } = await createResource(resources, await groupAccess(db, owner.id, foreign.id), newResource());
       fixture = {
         pat: await personalToken(idp.db, user.id),
         patNoEmail: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'], expiresInDays: null }),
@@ -232,11 +239,21 @@ describeEachProfile('API OpenAPI document', (profile) => {
         hookId: hook.id,
         deliveryId: Number(delivery.id),
         doomedHookId: doomedHook.id,
+        resourceId: resource.id,
+        doomedResourceId: doomedResource.id,
       };
     });
 
     type Method = 'get' | 'post' | 'patch' | 'delete';
     const newHook = { url: 'http://127.0.0.1:9/documented', secret: 'a-secret-of-some-length', events: ['member.added', 'group.updated'] };
+    let resourceSerial = 0;
+    /** A new resource, with an identifier of its own (identifiers are unique on the site). */
+    const newResource = (fields: Record<string, unknown> = {}) => ({
+      identifier: `https://documented-${process.pid}-${profile.replace(/\W/g, '')}-${(resourceSerial += 1)}.example.test/mcp`,
+      name: 'Documented tools',
+      scopes: [{ name: 'tools:read', description: 'Read your tools' }],
+      ...fields,
+    });
     const newApp = { name: 'Documented', homepageURL: 'https://doc.example.test', description: 'd', callbackURL: 'https://doc.example.test/cb' };
     const cases: Array<{ name: string; method: Method; template: string; path: () => string; token?: () => string; body?: unknown; contentType?: string; status: number }> = [
       { name: 'list of groups (ha_)', method: 'get', template: '/groups', path: () => '/groups', token: () => fixture.pat, status: 200 },
@@ -341,6 +358,26 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'a redelivery', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, status: 202 },
       { name: 'a field in the body', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.hookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, body: { url: 'x' }, status: 400 },
       { name: 'a delivery of a deleted webhook', method: 'post', template: '/groups/{id}/webhooks/{hookId}/deliveries/{deliveryId}/attempts', path: () => `/groups/${fixture.foreignGroupId}/webhooks/${fixture.doomedHookId}/deliveries/${fixture.deliveryId}/attempts`, token: () => fixture.owner, status: 404 },
+
+      { name: 'a group’s resources', method: 'get', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources?pageSize=1`, token: () => fixture.owner, status: 200 },
+      { name: 'bad pageNumber', method: 'get', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources?pageNumber=x`, token: () => fixture.owner, status: 400 },
+      { name: 'a member, not an owner', method: 'get', template: '/groups/{id}/resources', path: () => `/groups/${fixture.groupId}/resources`, token: () => fixture.patNoEmail, status: 403 },
+      { name: 'a group of others', method: 'get', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources`, token: () => fixture.patNoEmail, status: 404 },
+      { name: 'a new resource', method: 'post', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources`, token: () => fixture.owner, body: newResource({ tokenFormat: 'jwt' }), status: 201 },
+      { name: 'the reserved scope openid', method: 'post', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources`, token: () => fixture.owner, body: newResource({ scopes: [{ name: 'openid', description: 'x' }] }), status: 400 },
+      { name: 'an OAuth token', method: 'post', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources`, token: () => fixture.oauth, body: newResource(), status: 403 },
+      { name: 'a group of others', method: 'post', template: '/groups/{id}/resources', path: () => `/groups/${fixture.foreignGroupId}/resources`, token: () => fixture.patNoEmail, body: newResource(), status: 404 },
+      { name: 'one resource', method: 'get', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}`, token: () => fixture.owner, status: 200 },
+      { name: 'a bad resourceId', method: 'get', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/x`, token: () => fixture.owner, status: 400 },
+      { name: 'a resource of another group', method: 'get', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.groupId}/resources/${fixture.resourceId}`, token: () => fixture.owner, status: 404 },
+      { name: 'a resource edit', method: 'patch', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}`, token: () => fixture.owner, body: { name: 'Edited tools', tokenFormat: 'jwt' }, status: 200 },
+      { name: 'an identifier with a query', method: 'patch', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}`, token: () => fixture.owner, body: { identifier: 'https://tools.example.test/?q=1' }, status: 400 },
+      { name: 'a member, not an owner', method: 'patch', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.groupId}/resources/${fixture.resourceId}`, token: () => fixture.patNoEmail, body: { name: 'x' }, status: 403 },
+      { name: 'a new secret', method: 'post', template: '/groups/{id}/resources/{resourceId}/secret', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}/secret`, token: () => fixture.owner, status: 201 },
+      { name: 'a field in the body', method: 'post', template: '/groups/{id}/resources/{resourceId}/secret', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}/secret`, token: () => fixture.owner, body: { secret: 'x' }, status: 400 },
+      { name: 'an OAuth token', method: 'post', template: '/groups/{id}/resources/{resourceId}/secret', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.resourceId}/secret`, token: () => fixture.oauth, status: 403 },
+      { name: 'a resource deletion', method: 'delete', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.doomedResourceId}`, token: () => fixture.owner, status: 204 },
+      { name: 'a deleted resource', method: 'delete', template: '/groups/{id}/resources/{resourceId}', path: () => `/groups/${fixture.foreignGroupId}/resources/${fixture.doomedResourceId}`, token: () => fixture.owner, status: 404 },
     ];
 
     for (const c of cases) {

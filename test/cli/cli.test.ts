@@ -360,7 +360,7 @@ describe('idp CLI: command line and environment', () => {
   it('prints its usage on --help', async () => {
     const run = await idp(t.url, ['--help']);
     expect(run).to.include({ code: 0, stderr: '' });
-    for (const command of ['migrate', 'user create', 'group create', 'group add-member', 'app create', 'app update', 'keys rotate']) {
+    for (const command of ['migrate', 'user create', 'group create', 'group add-member', 'app create', 'app update', 'resource create', 'resource list', 'resource delete', 'keys rotate']) {
       expect(run.stdout).to.include(`  ${command}`);
     }
   });

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { addMember } from '../../src/services/groups.js';
+import { createResource } from '../../src/services/resources/manage.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, signIn, type Page } from '../helpers/browser.js';
@@ -331,6 +332,12 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
     });
     await addMember(server.db, await groupAccess(server.db, owner.id, group.id), { user: member.username, role: 'member' });
     const delivery = (await server.db('webhook_deliveries').where({ webhook_id: hook.id }).first()) as { id: number | string };
+    // A resource of the group, for the API's resource routes.
+    const { resource } = await createResource({ db: server.db, issuer: server.url }, await groupAccess(server.db, owner.id, group.id), {
+      identifier: `https://fuzz-${tag}.example.test/mcp`,
+      name: 'Fuzz tools',
+      scopes: [{ name: 'tools:read', description: 'Read your tools' }],
+    });
     const app = await makeApp(server.db, owner.id, group.id, { name: 'Fuzz App', deviceFlow: true });
     const code = await fetch(`${server.url}/login/oauth/device/code`, {
       method: 'POST',
@@ -354,6 +361,7 @@ describeEachProfile('property-based fuzzing of every form, page and route', func
       deviceCode: code.device_code,
       hookId: String(hook.id),
       deliveryId: String(delivery.id),
+      resourceId: String(resource.id),
     };
     return {
       owner,

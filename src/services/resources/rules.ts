@@ -50,7 +50,8 @@ const scope = z.strictObject({
     .string({ error: 'scopes[].name is required' })
     .trim()
     .regex(SCOPE_NAME, 'scopes[].name must be 1 to 64 letters, digits or _ . : / - (starting with a letter or digit)')
-    .refine((v) => !RESERVED_SCOPES.has(v), { message: 'scopes[].name must not be one of the service\'s own scopes (openid, profile, email, groups:…)' }),
+    .refine((v) => !RESERVED_SCOPES.has(v), { message: 'scopes[].name must not be one of the service\'s own scopes (openid, profile, email, groups:…)' })
+    .describe('The scope as a client asks for it; not one of the service\'s own (openid, profile, email, groups:…)'),
   description: z
     .string({ error: 'scopes[].description is required' })
     .trim()
