@@ -37,6 +37,7 @@ describe('loadConfig', () => {
         signinIp: { points: 50, durationS: 3600 },
         signinAccount: { points: 20, durationS: 3600 },
         signupIp: { points: 10, durationS: 3600 },
+        clientRegistrationIp: { points: 20, durationS: 3600 },
         clientAuth: { points: 10, durationS: 60 },
         apiToken: { points: 5000, durationS: 3600 },
         verifyEmail: { points: 5, durationS: 3600 },
@@ -55,6 +56,7 @@ describe('loadConfig', () => {
       shutdownDelayS: 0,
       keyActivationDelayS: 3600,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
+      clientMetadata: { allowPrivate: false, ca: undefined },
       webhooks: { allowPrivate: false, retryMs: 30_000, pollMs: 1000, timeoutMs: 10_000 },
     });
   });
@@ -223,5 +225,14 @@ describe('docs/configuration.md', () => {
     const missing = CONFIG_VARIABLES.filter((name) => !page.includes(`| \`${name}\` |`));
     expect(CONFIG_VARIABLES).to.include('PORT'); // the list is the schema's, not empty
     expect(missing, 'variables without a row in docs/configuration.md').to.deep.equal([]);
+  });
+});
+
+describe('CLIENT_METADATA_CA_FILE', () => {
+  it('reads the PEM file named, and names the variable when the file cannot be read or holds no certificate', () => {
+    const pem = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+    expect(pem.includes('BEGIN CERTIFICATE')).to.equal(false);
+    expect(configError({ CLIENT_METADATA_CA_FILE: '/nonexistent/ca.pem' }).message).to.match(/^CLIENT_METADATA_CA_FILE=.* is invalid: must be a readable PEM file/);
+    expect(configError({ CLIENT_METADATA_CA_FILE: new URL('../../package.json', import.meta.url).pathname }).message).to.include('no PEM certificate in it');
   });
 });

@@ -64,7 +64,7 @@ export async function storeDynamicClient(db: Knex, clientId: string, metadata: R
   if (who) {
     await db.transaction(async (trx) => {
       await insertRegisteredClient(trx, { clientId, groupId: who.groupId, ...fields, registeredBy: 'dynamic', registeredFrom: who.ip, metadataExpiresAt: null }, at);
-      await recordAudit(trx, { groupId: who.groupId, actorId: null, action: 'app.create', target: clientId, details: { name: fields.name, registeredBy: 'dynamic' }, ip: who.ip }, at);
+      await recordAudit(trx, { groupId: who.groupId, actorId: null, action: 'app.create', target: clientId, details: { name: fields.name, type: 'public', registeredBy: 'dynamic' }, ip: who.ip }, at);
     });
     return;
   }

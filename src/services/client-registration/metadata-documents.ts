@@ -174,7 +174,7 @@ export async function ensureMetadataClient(deps: MetadataDocumentDeps, clientId:
     await deps.db.transaction(async (trx) => {
       await insertRegisteredClient(trx, { clientId, groupId: group.id, ...fields, registeredBy: 'metadata_document', registeredFrom: from }, at);
       // In the group's audit log, and told to its webhooks (application.created), with no person as the actor.
-      await recordAudit(trx, { groupId: group.id, actorId: null, action: 'app.create', target: clientId, details: { name: fields.name, registeredBy: 'metadata_document' }, ip }, at);
+      await recordAudit(trx, { groupId: group.id, actorId: null, action: 'app.create', target: clientId, details: { name: fields.name, type: 'public', registeredBy: 'metadata_document' }, ip }, at);
     });
   } catch (err) {
     // Two flows of one new client at once: the other added it.
