@@ -31,13 +31,21 @@ describeEachProfile('honest discovery', (profile) => {
     expect(doc.device_authorization_endpoint).to.equal(`${server.url}/login/oauth/device/code`);
   });
 
-  it('takes no resource indicators (RFC 8707) until resources are configured: a `resource` parameter is ignored, not answered invalid_target', async () => {
+  it('answers a `resource` (RFC 8707) that no group registered with invalid_target, back to the client', async () => {
     const app = await makeClient(server.db);
     const query = new URLSearchParams({ client_id: app.clientId, redirect_uri: CALLBACK, state: 's', resource: 'https://api.example.test/' });
     const res = await fetch(`${server.url}/login/oauth/authorize?${query}`, { redirect: 'manual' });
     expect(res.status).to.equal(302);
-    // On to the sign-in page, not back to the client with an error.
-    expect(res.headers.get('location')).to.match(/^\/interaction\//);
+    const back = new URL(res.headers.get('location')!);
+    expect(back.href.startsWith(CALLBACK)).to.equal(true);
+    expect(back.searchParams.get('error')).to.equal('invalid_target');
+    expect(back.searchParams.get('state')).to.equal('s');
+  });
+
+  it('names no registration endpoint and no metadata-document support while an administrator has not turned them on', () => {
+    expect(doc).not.to.have.property('registration_endpoint');
+    expect(doc).not.to.have.property('client_id_metadata_document_supported');
+    expect(doc.code_challenge_methods_supported).to.deep.equal(['S256']);
   });
 
   it('answers a pushed authorization request at /login/oauth/par only', async () => {
