@@ -33,6 +33,15 @@ export async function revokeGrant(provider: Provider, grantId: string): Promise<
   await grant?.destroy();
 }
 
+/**
+ * The scopes Authorized applications lists for a grant: the service's own, then each resource's
+ * (RFC 8707), so a grant for a resource alone is not listed with none.
+ */
+function listedScopes(grant: InstanceType<Provider['Grant']>): string {
+  const resources = Object.keys(grant.resources ?? {}).map((indicator) => grant.getResourceScope(indicator));
+  return [...new Set([grant.getOIDCScope(), ...resources].join(' ').split(' ').filter(Boolean))].join(' ');
+}
+
 /** What a consent adds to the user's grant for an application. */
 export interface Consent {
   accountId: string;
@@ -74,7 +83,7 @@ export async function consentToGrant(db: Knex, provider: Provider, consent: Cons
   if (!consent.flowGrantId) {
     const grant = new provider.Grant({ accountId, clientId });
     const grantId = await extend(grant);
-    if (await insertUserGrant(db, { userId, clientId, grantId, scopes: grant.getOIDCScope() ?? '', at: now() })) return grantId;
+    if (await insertUserGrant(db, { userId, clientId, grantId, scopes: listedScopes(grant), at: now() })) return grantId;
     await grant.destroy();
   }
   // Bounded: each retry means another consent or a revoke changed the row in between.
@@ -84,7 +93,7 @@ export async function consentToGrant(db: Knex, provider: Provider, consent: Cons
     if (row && listed) {
       const grantId = await extend(listed);
       // False when a Revoke removed the listing meanwhile: go round and list it again.
-      if (await updateUserGrant(db, { userId, clientId, expected: row.grant_id, grantId, scopes: listed.getOIDCScope() ?? '', at: now() })) {
+      if (await updateUserGrant(db, { userId, clientId, expected: row.grant_id, grantId, scopes: listedScopes(listed), at: now() })) {
         return grantId;
       }
       continue;
@@ -93,7 +102,7 @@ export async function consentToGrant(db: Knex, provider: Provider, consent: Cons
     const fromFlow = consent.flowGrantId ? belongs(await provider.Grant.find(consent.flowGrantId)) : undefined;
     const grant = fromFlow ?? new provider.Grant({ accountId, clientId });
     const grantId = await extend(grant);
-    const scopes = grant.getOIDCScope() ?? '';
+    const scopes = listedScopes(grant);
     const listedNow = row
       ? await updateUserGrant(db, { userId, clientId, expected: row.grant_id, grantId, scopes, at: now() })
       : await insertUserGrant(db, { userId, clientId, grantId, scopes, at: now() });

@@ -94,6 +94,9 @@ describeEachProfile('Resource indicators (RFC 8707) and resources of a group', (
     expect(await introspect(files, tokens.access_token)).to.deep.equal({ active: false });
     // The client itself may still introspect its own token.
     expect(await introspect({ clientId: app.clientId, secret: app.clientSecret }, tokens.access_token)).to.include({ active: true, aud: TOOLS });
+    // Account settings → Authorized applications lists what the person granted at the resource.
+    const listed = await idp.db('user_grants').where({ user_id: person.id, client_id: app.clientId }).first();
+    expect(listed.scopes.split(' ')).to.include('tools:read');
   });
 
   it('refuses a resource\'s token at the service\'s own API and at userinfo', async () => {
