@@ -20,6 +20,7 @@ import { createUser, requireUserByUsername } from '../services/users.js';
 import { sendVerification } from '../services/verification.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
+import { clientRegistrationCommands } from './client-registration-commands.js';
 import { providerCommands } from './provider-commands.js';
 import { withRedis } from './redis.js';
 import { readFirstLine } from './stdin.js';
@@ -475,4 +476,5 @@ export const commands: Command[] = [
     run: keysRetire,
   },
   ...providerCommands,
+  ...clientRegistrationCommands,
 ];
