@@ -26,9 +26,12 @@ describeEachProfile('Applications registered automatically', (profile) => {
     owner = await makeUser(idp.db);
     group = await makeGroup(idp.db, owner.id);
     byPerson = (await makeApp(idp.db, owner.id, group.id, { name: 'Made by hand' })).clientId;
-    byDocument = (await makeApp(idp.db, owner.id, group.id, { name: 'Agent by document', type: 'public' })).clientId;
+    const made = (await makeApp(idp.db, owner.id, group.id, { name: 'Agent by document', type: 'public' })).clientId;
     byDynamic = (await makeApp(idp.db, owner.id, group.id, { name: 'Agent by registration', type: 'public' })).clientId;
-    await idp.db('oauth_apps').where({ client_id: byDocument }).update({
+    // A metadata document's client ID is the document's URL.
+    byDocument = DOCUMENT_URL;
+    await idp.db('oauth_apps').where({ client_id: made }).update({
+      client_id: DOCUMENT_URL,
       registered_by: 'metadata_document',
       registered_from: 'agent.example.test',
       redirect_uris: JSON.stringify(['http://127.0.0.1:7777/cb', 'https://agent.example.test/cb']),
