@@ -14,7 +14,8 @@ import { resourceJson, resourceWithSecretJson } from '../presenters/resource.js'
 import { MAX_RESOURCES_PER_GROUP } from '../services/resources/manage.js';
 import { newResource, resourceChanges } from '../services/resources/rules.js';
 import { newResourceSecretRequest } from './resources/routes.js';
-import { MAX_USER_QUERY } from './admin/routes.js';
+import { clientRegistrationRequest, MAX_USER_QUERY } from './admin/routes.js';
+import { clientRegistrationJson } from '../presenters/client-registration.js';
 import { MAX_ACTIVE_SECRETS } from '../services/apps.js';
 import { OUTAGE_RETRY_AFTER_S } from '../storage.js';
 import * as rules from '../services/rules.js';
@@ -54,6 +55,8 @@ const adminUserChange = z.object({
   data: AdminUser,
   changed: z.boolean().describe('False when the account already was so (disabling again still revokes its sessions and tokens)'),
 });
+const ClientRegistration = clientRegistrationJson.meta({ id: 'ClientRegistration' });
+const ClientRegistrationChanges = clientRegistrationRequest.meta({ id: 'ClientRegistrationChanges' });
 const Webhook = webhookJson.meta({ id: 'Webhook' });
 const NewWebhook = newWebhook.meta({ id: 'NewWebhook' });
 const WebhookChanges = webhookChanges.meta({ id: 'WebhookChanges' });
@@ -368,6 +371,28 @@ export function openApiDocument(issuer: string) {
             400: invalid('The id is not a positive integer'),
             ...adminAuthErrors,
             404: errorResponse('No such user'),
+          },
+        },
+      },
+      '/admin/client-registration': {
+        get: {
+          operationId: 'adminGetClientRegistration',
+          summary: 'Whether clients may register themselves, and the group they belong to (site administrators)',
+          description: `${ADMIN} What Admin → Client registration shows: Client ID Metadata Documents and Dynamic Client Registration (RFC 7591), each off until an administrator turns it on, and the group that owns such clients. Without a group (none chosen, or it was deleted) both read as off.`,
+          responses: {
+            200: jsonResponse('The switches', data(ClientRegistration)),
+            ...adminAuthErrors,
+          },
+        },
+        put: {
+          operationId: 'adminSetClientRegistration',
+          summary: 'Turn client registration on or off, and choose the group (site administrators)',
+          description: `${ADMIN} Every field is required. Anyone can then register a client the way that is on; the consent page tells people such a client was not reviewed, and the group's owners see it among the group's applications, marked as registered automatically. Recorded in the site's audit log (\`client_registration.update\`).`,
+          requestBody: jsonBody(ClientRegistrationChanges, 'The switches and the group; an unknown field is a 400', true),
+          responses: {
+            200: jsonResponse('The switches as they are now', data(ClientRegistration)),
+            400: invalid('A field is missing, of the wrong type or unknown, `group` is not the path of an existing group, or it is null while a switch is on'),
+            ...adminAuthErrors,
           },
         },
       },

@@ -23,6 +23,7 @@ import { sendVerification } from '../services/verification.js';
 import { resourceLinks } from '../api/resources/links.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
+import { clientRegistrationCommands } from './client-registration-commands.js';
 import { providerCommands } from './provider-commands.js';
 import { withRedis } from './redis.js';
 import { readFirstLine } from './stdin.js';
@@ -566,4 +567,5 @@ export const commands: Command[] = [
     run: keysRetire,
   },
   ...providerCommands,
+  ...clientRegistrationCommands,
 ];

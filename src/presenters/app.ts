@@ -6,6 +6,20 @@ import { tokenPattern } from '../tokens.js';
 import { CLIENT_TYPES } from '../vocabulary.js';
 import { timestamp } from './json.js';
 
+/** Where an application may send people back (db/apps.ts), for the pages, which do not read the database's modules. */
+export { redirectUrisOf } from '../db/apps.js';
+
+/** The ways a client registers itself (`oauth_apps.registered_by`). */
+export const REGISTERED_BY = ['metadata_document', 'dynamic'] as const;
+export type RegisteredBy = (typeof REGISTERED_BY)[number];
+
+/** How the application registered itself, or null when a person registered it (an unknown way reads as null). */
+export function registeredAutomatically(row: Pick<AppRow, 'registered_by' | 'registered_from'>): { by: RegisteredBy; from: string } | null {
+  const by = row.registered_by;
+  if (!by || !(REGISTERED_BY as readonly string[]).includes(by)) return null;
+  return { by: by as RegisteredBy, from: row.registered_from ?? '' };
+}
+
 /** An OAuth application as the API names its fields. */
 export const appJson = z.object({
   clientID: clientId.describe('Public; the OAuth client_id'),
@@ -20,6 +34,13 @@ export const appJson = z.object({
   backchannelLogoutURL: z.string().nullable().describe('Back-channel logout URL: where signed logout tokens are POSTed when a session the application signed in through ends; null for none'),
   clientCredentials: z.boolean().describe('Allow the application to act as itself: it may use the client credentials grant for a token with no user, for its own group only'),
   groupId: recordId.describe('The group that owns the application'),
+  registeredAutomatically: z
+    .object({
+      by: z.enum(REGISTERED_BY).describe('`metadata_document`: its client ID is the URL of a Client ID Metadata Document the service fetched. `dynamic`: it registered itself by Dynamic Client Registration (RFC 7591)'),
+      from: z.string().describe("The metadata document's host, or the address that sent the registration"),
+    })
+    .nullable()
+    .describe('How a client that registered itself did, with no person at a form (a public client, owned by the group the site administrator chose); null for an application a person registered'),
   createdAt: timestamp,
   updatedAt: timestamp,
 });
@@ -68,6 +89,7 @@ export function presentApp(row: AppRow, options: { secret?: string } = {}): AppJ
     backchannelLogoutURL: row.backchannel_logout_uri ?? null,
     clientCredentials: Boolean(row.allow_client_credentials),
     groupId: Number(row.group_id),
+    registeredAutomatically: registeredAutomatically(row),
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
   };

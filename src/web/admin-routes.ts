@@ -13,6 +13,7 @@ import { disableUser, enableUser, findUsers, requireUserById, resetTwoFactor, se
 import { listPasskeys } from '../services/passkeys.js';
 import { twoFactorStatus } from '../services/two-factor.js';
 import { signedInUserById } from '../services/users.js';
+import { adminClientRegistrationRoutes } from './admin-client-registration-routes.js';
 import { adminProviderRoutes } from './admin-provider-routes.js';
 import { actorOf, type WebDeps } from './context.js';
 import { type Language, pageLanguage, pageT, translator } from '../i18n.js';
@@ -168,6 +169,7 @@ export function adminRoutes(deps: WebDeps & { provider: Provider }): Router {
   });
 
   adminProviderRoutes(router, deps);
+  adminClientRegistrationRoutes(router, deps);
 
   router.get('/audit', async (ctx) => {
     const page = pageOf(ctx);

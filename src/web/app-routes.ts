@@ -6,7 +6,7 @@ import type { GroupRow } from '../db/groups.js';
 import { ConflictError, NotFoundError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
 import { parseId } from '../ids.js';
-import { presentApp, presentSecret } from '../presenters/app.js';
+import { presentApp, presentSecret, redirectUrisOf } from '../presenters/app.js';
 import { pageLanguage, pageT, translateMessage, translator, type Language, type Translate } from '../i18n.js';
 import {
   applicationOfGroup,
@@ -194,6 +194,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
       developerUrl: developerUrl(group),
       secrets,
       isPublic: isPublic(app),
+      // A client that registered itself: its settings are its own (its metadata document, or what it sent), and it has no secrets.
+      registered: app.registered_by ? { redirectUris: redirectUrisOf(app) } : null,
       authorizedUsers: await authorizedUsersOf(db, access),
       canGenerate: secrets.length < MAX_ACTIVE_SECRETS,
       maxSecrets: MAX_ACTIVE_SECRETS,
@@ -297,6 +299,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.post('/apps/:clientId', ownersOnly, loadApp, async (ctx) => {
     const access = appAccess(ctx);
+    // A client that registered itself keeps the settings it gave: its page offers no form to change them.
+    if (access.app.registered_by) return ctx.redirect(appUrl(access.group, access.app));
     const values = appForm(ctx);
     let updated: AppRow;
     try {
@@ -311,6 +315,8 @@ export function appRoutes(deps: WebDeps & { provider: Provider }): Router {
 
   router.post('/apps/:clientId/secrets', ownersOnly, loadApp, async (ctx) => {
     const access = appAccess(ctx);
+    // A client that registered itself is a public client: it has no secrets.
+    if (access.app.registered_by) return ctx.redirect(appUrl(access.group, access.app));
     let outcome: { created: NewSecret } | { repeated: string | undefined };
     try {
       outcome = await createOnce(db, () => generateClientSecret(db, access, submissionOf(ctx, 'secret')));

@@ -66,7 +66,7 @@ describeEachProfile('API: OAuth applications', (profile) => {
       expect(data.secretId).to.equal(secret!.id);
       expect(data.secrets).to.deep.equal([{ id: secret!.id, lastFour: data.clientSecret.slice(-4), createdAt: data.createdAt, lastUsedAt: null }]);
       expect(Object.keys(data).sort()).to.deep.equal(
-        ['backchannelLogoutURL', 'callbackURL', 'clientCredentials', 'clientID', 'clientSecret', 'createdAt', 'description', 'deviceFlow', 'groupId', 'homepageURL', 'name', 'requirePushedAuthorizationRequests', 'secretId', 'secrets', 'signOutRedirectURLs', 'type', 'updatedAt'],
+        ['backchannelLogoutURL', 'callbackURL', 'clientCredentials', 'clientID', 'clientSecret', 'createdAt', 'description', 'deviceFlow', 'groupId', 'homepageURL', 'name', 'registeredAutomatically', 'requirePushedAuthorizationRequests', 'secretId', 'secrets', 'signOutRedirectURLs', 'type', 'updatedAt'],
       );
       expect(data).to.include({ deviceFlow: false, requirePushedAuthorizationRequests: false });
     });

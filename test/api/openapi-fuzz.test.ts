@@ -5,6 +5,7 @@ import { call } from '../helpers/api.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { appAccess, groupAccess, makeApp, makeGroup, makeUser, personalToken } from '../helpers/factories.js';
 import { documentChecker, inlineRefs, type Json } from '../helpers/openapi.js';
+import { setSiteAdmin } from '../../src/services/admin.js';
 import { generateClientSecret } from '../../src/services/apps.js';
 import { addMember } from '../../src/services/groups.js';
 import { createResource } from '../../src/services/resources/manage.js';
@@ -128,13 +129,20 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
   let doc: Json;
   let expectDocumented: ReturnType<typeof documentChecker>;
   let owner: { id: number; token: string };
+  let adminToken: string;
 
   before(async () => {
     doc = (await call(idp, '/apis/v2/openapi.json')).body;
     expectDocumented = documentChecker(doc);
     const user = await makeUser(idp.db);
     owner = { id: user.id, token: await personalToken(idp.db, user.id, { scopes: ['groups:read-write'] }) };
+    const siteAdmin = await makeUser(idp.db);
+    await setSiteAdmin(idp.db, { userId: 0, ip: null, admin: true }, siteAdmin, true);
+    adminToken = await personalToken(idp.db, siteAdmin.id, { scopes: ['admin'] });
   });
+
+  /** Operations fuzzed with a site administrator's token too: those that change nothing but the site's own settings. */
+  const AS_ADMIN = new Set(['/admin/client-registration']);
 
   /**
    * Real values for the path parameters, made anew for each operation: a group of the owner's,
@@ -183,7 +191,7 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
               { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
             )
           : fc.constant(undefined),
-        token: fc.constantFrom('owner', 'owner', 'owner', 'owner', 'none', 'wrong'),
+        token: AS_ADMIN.has(path) ? fc.constantFrom('admin', 'admin', 'admin', 'owner', 'none', 'wrong') : fc.constantFrom('owner', 'owner', 'owner', 'owner', 'none', 'wrong'),
       });
       const name = `${method.toUpperCase()} ${path}`;
       try {
@@ -191,7 +199,7 @@ describeEachProfile('API fuzzed from its OpenAPI document', (profile) => {
           fc.asyncProperty(request, async (c) => {
             const url = path.replace(/\{(\w+)\}/g, (_, param: string) => encodeURIComponent(String(c.path[param])));
             const body = c.body === undefined ? undefined : JSON.stringify(c.body);
-            const token = { owner: owner.token, none: undefined, wrong: 'ha_000000000000000000000000000000000000' }[c.token];
+            const token = { owner: owner.token, admin: adminToken, none: undefined, wrong: 'ha_000000000000000000000000000000000000' }[c.token];
             const res = await call(idp, `/apis/v2${url}`, {
               method: method.toUpperCase(),
               token,

@@ -244,7 +244,7 @@ describeEachProfile('API OpenAPI document', (profile) => {
       };
     });
 
-    type Method = 'get' | 'post' | 'patch' | 'delete';
+    type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
     const newHook = { url: 'http://127.0.0.1:9/documented', secret: 'a-secret-of-some-length', events: ['member.added', 'group.updated'] };
     let resourceSerial = 0;
     /** A new resource, with an identifier of its own (identifiers are unique on the site). */
@@ -331,6 +331,10 @@ describeEachProfile('API OpenAPI document', (profile) => {
       { name: 'the site log', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events?action=user.disable&since=2000-01-01T00:00:00Z', token: () => fixture.admin, status: 200 },
       { name: 'a bad until', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events?until=2000-01-01', token: () => fixture.admin, status: 400 },
       { name: 'a token without admin', method: 'get', template: '/admin/audit-events', path: () => '/admin/audit-events', token: () => fixture.owner, status: 403 },
+      { name: 'client registration', method: 'get', template: '/admin/client-registration', path: () => '/admin/client-registration', token: () => fixture.admin, status: 200 },
+      { name: 'a token without admin', method: 'get', template: '/admin/client-registration', path: () => '/admin/client-registration', token: () => fixture.owner, status: 403 },
+      { name: 'client registration off', method: 'put', template: '/admin/client-registration', path: () => '/admin/client-registration', token: () => fixture.admin, body: { metadataDocuments: false, dynamicRegistration: false, group: null }, status: 200 },
+      { name: 'a switch on without a group', method: 'put', template: '/admin/client-registration', path: () => '/admin/client-registration', token: () => fixture.admin, body: { metadataDocuments: true, dynamicRegistration: false, group: null }, status: 400 },
       { name: 'a bad secret id', method: 'delete', template: '/oauth-apps/{clientID}/secrets/{secretID}', path: () => `/oauth-apps/${fixture.rotatingApp}/secrets/x`, token: () => fixture.owner, status: 400 },
 
       { name: 'a group’s webhooks', method: 'get', template: '/groups/{id}/webhooks', path: () => `/groups/${fixture.foreignGroupId}/webhooks?pageSize=1`, token: () => fixture.owner, status: 200 },

@@ -109,7 +109,7 @@ describeEachProfile('idp CLI', (profile) => {
         '--homepage-url', 'https://app.example.test', '--callback-url', 'http://127.0.0.1:8080/cb', '--json',
       ]),
     );
-    expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'type', 'deviceFlow', 'requirePushedAuthorizationRequests', 'clientCredentials', 'backchannelLogoutURL', 'groupId', 'createdAt', 'updatedAt');
+    expect(app).to.have.all.keys('clientID', 'clientSecret', 'name', 'homepageURL', 'description', 'callbackURL', 'signOutRedirectURLs', 'type', 'deviceFlow', 'requirePushedAuthorizationRequests', 'clientCredentials', 'backchannelLogoutURL', 'groupId', 'registeredAutomatically', 'createdAt', 'updatedAt');
     expect(app.type).to.equal('confidential');
     expect(app).to.include({ deviceFlow: false, requirePushedAuthorizationRequests: false });
     expect(app).to.include({ name: 'CLI App', homepageURL: 'https://app.example.test', callbackURL: 'http://127.0.0.1:8080/cb', description: '', groupId: group.id });

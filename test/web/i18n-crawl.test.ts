@@ -27,6 +27,9 @@ describe('Every page reached by links, in the reader\'s language', function () {
     const group = await makeGroup(idp.db, admin.id, { name: 'Living Room Screens' });
     await makeApp(idp.db, admin.id, group.id, { name: 'TV App' });
     await makeApp(idp.db, admin.id, group.id, { name: 'Phone App', type: 'public' });
+    // A client that registered itself, for its badge and its page without a settings form.
+    const agent = await makeApp(idp.db, admin.id, group.id, { name: 'Agent', type: 'public' });
+    await idp.db('oauth_apps').where({ client_id: agent.clientId }).update({ registered_by: 'dynamic', registered_from: '203.0.113.7' });
     // A webhook with a delivery (refused: this server allows no private targets), for its page's Recent deliveries.
     const access = await groupAccess(idp.db, admin.id, group.id);
     await createWebhook({ db: idp.db, cipher: undefined, allowPrivate: true }, access, { url: 'http://127.0.0.1:9/hook', secret: 'a-secret-for-the-crawl', events: ['member.added'] });
@@ -83,7 +86,7 @@ describe('Every page reached by links, in the reader\'s language', function () {
       const { read, problems } = await crawl(browser, ['/groups', '/account/settings/profile', '/admin/users'], lang);
       // The crawl got round: the areas' pages, not only the seeds.
       expect(read.length, read.join(" ")).to.be.greaterThan(25);
-      for (const page of [/^\/admin\/users\/\d+$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/new$/, /^\/account\/settings\/tokens$/]) {
+      for (const page of [/^\/admin\/users\/\d+$/, /^\/admin\/client-registration$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/new$/, /^\/account\/settings\/tokens$/]) {
         expect(read.some((path) => page.test(path)), `${page} among ${read.join(' ')}`).to.equal(true);
       }
       expect(problems, problems.join('\n')).to.deep.equal([]);
