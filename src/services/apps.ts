@@ -127,9 +127,21 @@ export async function createApplication(
  * every old grant (which a retry of the same edit, changing nothing, would not end). `provider`
  * reaches the token storage; only a caller that never changes the callback may leave it out.
  */
+/**
+ * A client that registered itself (a metadata document, or dynamic registration) is described by
+ * its own document or registration, which a later fetch or RFC 7592 update would overwrite: its
+ * owners may delete it, or end its users' tokens, but not edit it or give it a secret.
+ */
+function refuseSelfRegistered(app: apps.AppRow, field: string): void {
+  if (app.registered_by) {
+    throw new ConflictError(field, 'this application registered itself automatically: its metadata document or registration decides its settings (delete it instead)');
+  }
+}
+
 export async function updateApplication(db: Knex, provider: Provider | undefined, access: AppAccess, input: unknown): Promise<apps.AppRow> {
   requireGroupAction(access, 'manage-apps');
   const { actor, app } = access;
+  refuseSelfRegistered(app, 'name');
   const data = rules.parse(rules.applicationChanges, input);
   const publicProblem = data.callbackURL !== undefined && isPublic(app) ? rules.publicCallbackProblem(data.callbackURL) : undefined;
   if (publicProblem) throw rules.invalidFields([{ field: 'callbackURL', problem: problemOf('callbackURL', publicProblem), message: publicProblem }]);

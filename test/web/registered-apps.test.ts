@@ -100,6 +100,17 @@ describeEachProfile('Applications registered automatically', (profile) => {
     });
   });
 
+  it('refuses an edit through the API with 409, naming why, and changes nothing', async () => {
+    const res = await call(idp, `/apis/v2/oauth-apps/${encodeURIComponent(byDynamic)}`, {
+      token, method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Renamed', callbackURL: 'https://evil.example/cb' }),
+    });
+    expect(res.status, res.text).to.equal(409);
+    expect(res.text).to.include('registered itself automatically');
+    const row = await idp.db('oauth_apps').where({ client_id: byDynamic }).first();
+    expect(row.name).not.to.equal('Renamed');
+    expect(row.callback_url).not.to.equal('https://evil.example/cb');
+  });
+
   it('lets an owner delete one through its page', async () => {
     const doomed = (await makeApp(idp.db, owner.id, group.id, { name: 'Doomed agent', type: 'public' })).clientId;
     await idp.db('oauth_apps').where({ client_id: doomed }).update({ registered_by: 'dynamic', registered_from: '198.51.100.1' });
