@@ -4,7 +4,7 @@ import { registeredResource } from '../services/resources/lookup.js';
 import { DPOP_SIGNING_ALGS } from '../provider/configuration.js';
 import { API_SCOPES } from '../vocabulary.js';
 import { API_PREFIX } from '../edge/surface.js';
-import { RESOURCE_METADATA_PATH, resourceMetadataUrl } from './resources/links.js';
+import { RESOURCE_METADATA_PATH, resourceMetadata } from '../presenters/resource.js';
 
 /**
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) of the API: how a client that meets
@@ -32,23 +32,8 @@ export function apiResourceMetadata(issuer: string) {
   };
 }
 
-// Where each registered resource's metadata is published (resources/links.ts, which the CLI
-// reads without loading the provider).
-export { RESOURCE_METADATA_PATH, resourceMetadataUrl };
-
 export function isResourceMetadataPath(path: string): boolean {
   return path === API_RESOURCE_METADATA_PATH || path === RESOURCE_METADATA_PATH;
-}
-
-/** The RFC 9728 document of a registered resource, whose tokens this service issues. */
-export function resourceMetadata(issuer: string, resource: { identifier: string; name: string; scopes: ReadonlyArray<{ name: string }> }) {
-  return {
-    resource: resource.identifier,
-    authorization_servers: [issuer],
-    scopes_supported: resource.scopes.map((s) => s.name),
-    bearer_methods_supported: ['header'],
-    resource_name: resource.name,
-  };
 }
 
 /**

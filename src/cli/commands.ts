@@ -3,7 +3,7 @@ import { presentAccessToken } from '../presenters/access-token.js';
 import { maskAddress } from '../presenters/address.js';
 import { presentApp } from '../presenters/app.js';
 import { presentGroup } from '../presenters/group.js';
-import { presentResource, presentResourceWithSecret } from '../presenters/resource.js';
+import { presentResource, presentResourceWithSecret, resourceLinks } from '../presenters/resource.js';
 import { presentUser } from '../presenters/user.js';
 import { listSigningKeys, retireSigningKey, rotateSigningKey, type SigningKeyStatus } from '../provider/keys.js';
 import type { Config } from '../config.js';
@@ -20,7 +20,6 @@ import { createResource, deleteResource, resourcesOf, type Resource } from '../s
 import * as rules from '../services/rules.js';
 import { createUser, requireUserByUsername } from '../services/users.js';
 import { sendVerification } from '../services/verification.js';
-import { resourceLinks } from '../api/resources/links.js';
 import { UsageError } from './errors.js';
 import type { Flags, FlagSpec } from './flags.js';
 import { clientRegistrationCommands } from './client-registration-commands.js';

@@ -25,6 +25,38 @@ export interface ResourceLinks {
   introspectionEndpoint: string;
 }
 
+/**
+ * Where the metadata of each resource a group registered is published, by its identifier
+ * (`?resource=<identifier>`): the resource's server serves the same document at its own
+ * `/.well-known/oauth-protected-resource…` (RFC 9728 §3.1), copying it from here or linking to it.
+ * Only a resource whose identifier one already knows can be read: nothing here lists them.
+ * Nothing here loads the provider, so the CLI prints these as the API does.
+ */
+export const RESOURCE_METADATA_PATH = '/login/oauth/resource-metadata';
+
+/** The provider's introspection endpoint (its ROUTES.introspection; the tests hold the two equal). */
+export const INTROSPECTION_PATH = '/login/oauth/introspect';
+
+export function resourceMetadataUrl(issuer: string, identifier: string): string {
+  return `${issuer}${RESOURCE_METADATA_PATH}?${new URLSearchParams({ resource: identifier })}`;
+}
+
+/** Its protected resource metadata (RFC 9728) as published here, and the introspection endpoint (RFC 7662) it checks tokens at. */
+export function resourceLinks(issuer: string, identifier: string): ResourceLinks {
+  return { metadataUrl: resourceMetadataUrl(issuer, identifier), introspectionEndpoint: `${issuer}${INTROSPECTION_PATH}` };
+}
+
+/** The RFC 9728 document of a registered resource, whose tokens this service issues. */
+export function resourceMetadata(issuer: string, resource: { identifier: string; name: string; scopes: ReadonlyArray<{ name: string }> }) {
+  return {
+    resource: resource.identifier,
+    authorization_servers: [issuer],
+    scopes_supported: resource.scopes.map((s) => s.name),
+    bearer_methods_supported: ['header'],
+    resource_name: resource.name,
+  };
+}
+
 /** A resource as the API names its fields: never its introspection secret, which is shown once. */
 export const resourceJson = z.object({
   id: recordId,

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { resourceMetadata, resourceMetadataUrl } from '../api/protected-resource.js';
+import { resourceMetadata, resourceMetadataUrl } from '../presenters/resource.js';
 import type { GroupRow } from '../db/groups.js';
 import { ConflictError, NotFoundError, ValidationError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { accessOf } from '../../http/load-group.js';
-import { presentResource, presentResourceWithSecret } from '../../presenters/resource.js';
+import { presentResource, presentResourceWithSecret, resourceLinks } from '../../presenters/resource.js';
 import {
   createResource,
   deleteResource,
@@ -18,7 +18,6 @@ import { apiGroupLoader } from '../access.js';
 import { requirePersonalTokenFor, requireScope } from '../auth.js';
 import { parsePage, sendPage } from '../pagination.js';
 import { idParam, jsonObject } from '../params.js';
-import { resourceLinks } from './links.js';
 
 /** A new introspection secret takes nothing: no body, or an empty object. */
 export const newResourceSecretRequest = z.strictObject({});

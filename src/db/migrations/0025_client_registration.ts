@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isPostgres } from '../knex.js';
+
 
 /**
  * Clients that register themselves, without a person at a form: by a Client ID Metadata Document
@@ -31,7 +31,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('redirect_uris').nullable();
     t.timestamp('metadata_expires_at', { useTz: true }).nullable();
   });
-  if (isPostgres(knex)) {
+  // PostgreSQL enforces a string column's length; SQLite does not.
+  if (knex.client.config.client === 'pg') {
     await knex.raw('alter table oauth_apps alter column client_id type varchar(255)');
     await knex.raw('alter table user_grants alter column client_id type varchar(255)');
     await knex.raw('alter table audit_events alter column actor_client_id type varchar(255)');
