@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { resourceMetadata, resourceMetadataUrl } from '../presenters/resource.js';
 import type { GroupRow } from '../db/groups.js';
-import { ConflictError, NotFoundError, ValidationError, type AppError } from '../errors.js';
+import { ConflictError, ValidationError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
 import { pageT, type Translate } from '../i18n.js';
 import { parseId } from '../ids.js';
@@ -26,6 +26,7 @@ import { flashBox } from './flash.js';
 import { LABELS, sentence } from './form-errors.js';
 import { createOnce, issueOnceKey, sentOnceKey, submissionOf } from './one-time-key.js';
 import { pageGroupLoader } from './group-routes.js';
+import { groupRecordLoader, pageNotice } from './group-record.js';
 import { render } from './render.js';
 
 type Ctx = Context;
@@ -159,22 +160,8 @@ export function resourceRoutes(deps: WebDeps): Router {
   /** The flash that carries a new introspection secret to the resource's page. */
   const secretFlashFor = (resource: Resource) => `resource-secret:${resource.clientId}`;
 
-  function notice(ctx: Ctx, t: Translate): string | null {
-    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES.has(key) ? t(`resources:notices.${key}`) : null;
-  }
-
-  /** After `ownersOnly`: the resource of the URL, which must belong to the URL's group (else 404, whoever asks). */
-  async function loadResource(ctx: Ctx, next: Next) {
-    const id = parseId(ctx.params.id);
-    try {
-      if (id === undefined) throw new NotFoundError();
-      ctx.state.resource = await resourceOfGroup(db, accessOf(ctx), id);
-    } catch (err) {
-      throw err instanceof NotFoundError ? new NotFoundError('This group has no resource at this address.') : err;
-    }
-    await next();
-  }
+  const notice = (ctx: Ctx, t: Translate) => pageNotice(ctx, t, NOTICES, 'resources');
+  const loadResource = groupRecordLoader('resource', (access, id) => resourceOfGroup(db, access, id), 'This group has no resource at this address.');
   const resourceOf = (ctx: Ctx) => ctx.state.resource as Resource;
 
   /** What both forms show besides their values. */

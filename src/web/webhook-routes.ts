@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { GroupRow } from '../db/groups.js';
 import { NotFoundError, type AppError } from '../errors.js';
 import { accessOf } from '../http/load-group.js';
@@ -29,6 +29,7 @@ import { formFields, formList, type WebDeps } from './context.js';
 import { formErrors, LABELS } from './form-errors.js';
 import { createOnce, issueOnceKey, sentOnceKey, submissionOf } from './one-time-key.js';
 import { pageGroupLoader } from './group-routes.js';
+import { groupRecordLoader, pageNotice } from './group-record.js';
 import { render } from './render.js';
 
 type Ctx = Context;
@@ -128,22 +129,8 @@ export function webhookRoutes(deps: WebDeps): Router {
   const webhooksUrl = (group: GroupRow) => `/groups/${encodeURIComponent(group.path)}/settings/webhooks`;
   const webhookUrl = (group: GroupRow, id: number) => `${webhooksUrl(group)}/${id}`;
 
-  function notice(ctx: Ctx, t: Translate): string | null {
-    const key = typeof ctx.query.notice === 'string' ? ctx.query.notice : '';
-    return NOTICES.has(key) ? t(`webhooks:notices.${key}`) : null;
-  }
-
-  /** After `ownersOnly`: the webhook of the URL, which must belong to the URL's group (else 404, whoever asks). */
-  async function loadWebhook(ctx: Ctx, next: Next) {
-    const id = parseId(ctx.params.id);
-    try {
-      if (id === undefined) throw new NotFoundError();
-      ctx.state.webhook = await webhookOfGroup(db, accessOf(ctx), id);
-    } catch (err) {
-      throw err instanceof NotFoundError ? new NotFoundError('This group has no webhook at this address.') : err;
-    }
-    await next();
-  }
+  const notice = (ctx: Ctx, t: Translate) => pageNotice(ctx, t, NOTICES, 'webhooks');
+  const loadWebhook = groupRecordLoader('webhook', (access, id) => webhookOfGroup(db, access, id), 'This group has no webhook at this address.');
   const webhookOf = (ctx: Ctx) => ctx.state.webhook as Webhook;
 
   /** The form's errors, each beside its field; any other error goes to the error page. */
