@@ -21,6 +21,22 @@ export interface ResourceScope {
   description: string;
 }
 
+/** A resource (a protected API, such as an MCP server) as the pages and the API show it; never its secret. */
+export interface Resource {
+  id: number;
+  groupId: number;
+  identifier: string;
+  name: string;
+  scopes: ResourceScope[];
+  tokenFormat: TokenFormat;
+  /** The client id its server authenticates with at the introspection endpoint. */
+  clientId: string;
+  /** The last four characters of its introspection secret, to tell which one a server holds. */
+  secretLastFour: string;
+  createdAt: string | Date;
+  updatedAt: string | Date;
+}
+
 export interface ResourceFields {
   identifier: string;
   name: string;

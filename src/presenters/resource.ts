@@ -1,23 +1,13 @@
 import { z } from 'zod';
-import type { ResourceScope } from '../db/resources.js';
+import type { Resource } from '../db/resources.js';
 import { recordId } from '../ids.js';
 import { toIso } from '../time.js';
 import { tokenPattern } from '../tokens.js';
-import { TOKEN_FORMATS, type TokenFormat } from '../vocabulary.js';
+import { TOKEN_FORMATS } from '../vocabulary.js';
 import { timestamp } from './json.js';
 
-/** A resource as the services hand it over (services/resources/manage.ts). */
-export interface PresentableResource {
-  id: number;
-  identifier: string;
-  name: string;
-  scopes: ResourceScope[];
-  tokenFormat: TokenFormat;
-  clientId: string;
-  secretLastFour: string;
-  createdAt: string | Date;
-  updatedAt: string | Date;
-}
+/** A resource as the services hand it over (its shape beside its row, db/resources.ts). */
+export type PresentableResource = Omit<Resource, 'groupId'>;
 
 /** The addresses a resource's server is told of: its metadata document and where it introspects. */
 export interface ResourceLinks {

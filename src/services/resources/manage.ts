@@ -4,11 +4,10 @@ import { recordAudit } from '../../db/audit.js';
 import { lockGroup } from '../../db/groups.js';
 import { isUniqueViolation } from '../../db/knex.js';
 import * as store from '../../db/resources.js';
-import { RESOURCE_CLIENT_PREFIX, type ResourceScope } from '../../db/resources.js';
+import { RESOURCE_CLIENT_PREFIX, type Resource, type ResourceScope } from '../../db/resources.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { now } from '../../time.js';
 import { digest, generateToken } from '../../tokens.js';
-import type { TokenFormat } from '../../vocabulary.js';
 import { changing } from '../change-versions.js';
 import { auditActor, changedFields } from '../context.js';
 import { requireGroupAction, type GroupAccess } from '../groups.js';
@@ -16,23 +15,8 @@ import * as rules from '../rules.js';
 import { claimSubmission, completeSubmission, type SubmissionKey } from '../submissions.js';
 import { newResource, resourceChanges } from './rules.js';
 
-export type { ResourceScope } from '../../db/resources.js';
+export type { Resource, ResourceScope } from '../../db/resources.js';
 
-/** A resource (a protected API, such as an MCP server) as the pages and the API show it; never its secret. */
-export interface Resource {
-  id: number;
-  groupId: number;
-  identifier: string;
-  name: string;
-  scopes: ResourceScope[];
-  tokenFormat: TokenFormat;
-  /** The client id its server authenticates with at the introspection endpoint. */
-  clientId: string;
-  /** The last four characters of its introspection secret, to tell which one a server holds. */
-  secretLastFour: string;
-  createdAt: string | Date;
-  updatedAt: string | Date;
-}
 
 /** What managing resources needs: the database, and the issuer, whose own addresses no resource may claim. */
 export interface ResourceDeps {
