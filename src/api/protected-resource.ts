@@ -59,8 +59,8 @@ export function serveResourceMetadata(issuer: string, db: Knex) {
       return true;
     }
     const identifier = ctx.query.resource;
-    const row = typeof identifier === 'string' ? await registeredResource(db, identifier) : undefined;
-    if (!row) {
+    const resource = typeof identifier === 'string' ? await registeredResource(db, identifier) : undefined;
+    if (!resource) {
       ctx.status = typeof identifier === 'string' ? 404 : 400;
       ctx.body = typeof identifier === 'string'
         ? { error: 'not_found', error_description: 'no resource is registered with this identifier' }
@@ -69,7 +69,7 @@ export function serveResourceMetadata(issuer: string, db: Knex) {
     }
     // A resource's scopes and name can change: its server re-reads them within five minutes.
     ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.body = resourceMetadata(issuer, { identifier: row.identifier, name: row.name, scopes: JSON.parse(row.scopes) as Array<{ name: string }> });
+    ctx.body = resourceMetadata(issuer, resource);
     return true;
   };
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { errors, type Client, type KoaContextWithOIDC, type ResourceServer } from 'oidc-provider';
-import { findResourceByIdentifier } from '../db/resources.js';
+import { registeredResource } from '../services/resources/lookup.js';
 
 /**
  * RFC 8707 resource indicators: a client names the API it wants a token for with
@@ -14,16 +14,14 @@ import { findResourceByIdentifier } from '../db/resources.js';
 export function resourceServerInfo(db: Knex) {
   return async function getResourceServerInfo(_ctx: KoaContextWithOIDC, indicator: string, _client: Client): Promise<ResourceServer> {
     // Clients send the identifier as typed or in its normal form (https://tools.example.com or …/); both name it.
-    const href = URL.parse(indicator)?.href;
-    const resource = href ? await findResourceByIdentifier(db, href) : undefined;
+    const resource = await registeredResource(db, indicator);
     if (!resource) throw new errors.InvalidTarget('no resource is registered with this identifier');
-    const scopes = (JSON.parse(resource.scopes) as Array<{ name: string }>).map((s) => s.name);
     return {
-      scope: scopes.join(' '),
+      scope: resource.scopes.map((s) => s.name).join(' '),
       audience: resource.identifier,
-      accessTokenFormat: resource.token_format,
+      accessTokenFormat: resource.tokenFormat,
       // RFC 9068 §2.1: signed with the keys the JWKS publishes, RS256 as every other signature here.
-      ...(resource.token_format === 'jwt' ? { jwt: { sign: { alg: 'RS256' } } } : {}),
+      ...(resource.tokenFormat === 'jwt' ? { jwt: { sign: { alg: 'RS256' } } } : {}),
     };
   };
 }

@@ -199,6 +199,8 @@ describeEachProfile('Resource indicators (RFC 8707) and resources of a group', (
     // Written without its trailing slash, as a server may.
     expect((await call(idp, `/login/oauth/resource-metadata?resource=${encodeURIComponent('https://files.example.com')}`)).body.resource).to.equal(FILES);
     expect((await call(idp, `/login/oauth/resource-metadata?resource=${encodeURIComponent('https://nope.example.com/')}`)).status).to.equal(404);
+    // Longer than any identifier: not looked up, the same 404.
+    expect((await call(idp, `/login/oauth/resource-metadata?resource=${encodeURIComponent(`https://tools.example.com/${'a'.repeat(5000)}`)}`)).status).to.equal(404);
     const missing = await call(idp, '/login/oauth/resource-metadata');
     expect(missing.status).to.equal(400);
     expect(missing.body.error).to.equal('invalid_request');

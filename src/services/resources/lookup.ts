@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
-import { findResourceByIdentifier, type ResourceRow, type ResourceScope } from '../../db/resources.js';
+import { findResourceByIdentifier, type Resource, type ResourceScope } from '../../db/resources.js';
 import { splitScopes } from '../../vocabulary.js';
+import { resourceOf } from './manage.js';
+import { MAX_IDENTIFIER_LENGTH } from './rules.js';
 
 /** A resource as the consent page names it: who runs it, where it is, and what the application asks of it. */
 export interface ResourceAskedFor {
@@ -10,10 +12,16 @@ export interface ResourceAskedFor {
   scopes: ResourceScope[];
 }
 
-/** A registered resource by its identifier as a client or its server writes it (https://host and https://host/ alike). */
-export async function registeredResource(db: Knex, indicator: string): Promise<(ResourceRow & { group_name: string }) | undefined> {
+/**
+ * A registered resource by its identifier as a client or its server writes it (https://host and
+ * https://host/ alike), with its group's name. Anyone can send one (authorize, the token endpoint,
+ * the published metadata): a value longer than any identifier is not looked up.
+ */
+export async function registeredResource(db: Knex, indicator: string): Promise<(Resource & { groupName: string }) | undefined> {
+  if (indicator.length > MAX_IDENTIFIER_LENGTH + 1) return undefined;
   const href = URL.parse(indicator)?.href;
-  return href ? findResourceByIdentifier(db, href) : undefined;
+  const row = href ? await findResourceByIdentifier(db, href) : undefined;
+  return row ? { ...resourceOf(row), groupName: row.group_name } : undefined;
 }
 
 /**
@@ -26,10 +34,10 @@ export async function resourcesAskedFor(db: Knex, resource: unknown, scope: stri
   const requested = new Set(splitScopes(scope));
   const found: ResourceAskedFor[] = [];
   for (const indicator of new Set(indicators)) {
-    const row = await registeredResource(db, indicator);
-    if (!row) continue;
-    const scopes = (JSON.parse(row.scopes) as ResourceScope[]).filter((s) => requested.has(s.name));
-    found.push({ name: row.name, identifier: row.identifier, groupName: row.group_name, scopes });
+    const resource = await registeredResource(db, indicator);
+    if (!resource) continue;
+    const scopes = resource.scopes.filter((s) => requested.has(s.name));
+    found.push({ name: resource.name, identifier: resource.identifier, groupName: resource.groupName, scopes });
   }
   return found;
 }
