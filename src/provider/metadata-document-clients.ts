@@ -12,6 +12,17 @@ import { parsedForm } from './forms.js';
  * `invalid_client`, in JSON.
  */
 export function metadataDocumentClients(deps: MetadataDocumentDeps, paths: { authorization: string; others: readonly string[] }, refusePage: (ctx: Context, status: number, message: string) => Promise<void>) {
+  // One fetch at a time per client on this instance: a flood of flows naming one client whose
+  // document is due shares one fetch, so the service never fetches a site's document in parallel.
+  const inFlight = new Map<string, Promise<void>>();
+  const ensure = (clientId: string, ip: string): Promise<void> => {
+    let pending = inFlight.get(clientId);
+    if (!pending) {
+      pending = ensureMetadataClient(deps, clientId, ip).finally(() => inFlight.delete(clientId));
+      inFlight.set(clientId, pending);
+    }
+    return pending;
+  };
   return async function resolveMetadataDocumentClient(ctx: Context, next: Next): Promise<void> {
     const page = ctx.path === paths.authorization && ctx.method === 'GET';
     if (!page && !(ctx.method === 'POST' && paths.others.includes(ctx.path))) return next();
@@ -19,7 +30,7 @@ export function metadataDocumentClients(deps: MetadataDocumentDeps, paths: { aut
     const clientId = typeof raw === 'string' ? raw : undefined;
     if (!clientId || !isMetadataDocumentUrl(clientId, deps.allowPrivate)) return next();
     try {
-      await ensureMetadataClient(deps, clientId, ctx.ip);
+      await ensure(clientId, ctx.ip);
     } catch (err) {
       if (!(err instanceof MetadataDocumentError) && !(err instanceof RetryLaterError)) throw err;
       const status = err instanceof RetryLaterError ? 429 : 400;

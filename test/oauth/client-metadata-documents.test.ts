@@ -122,6 +122,18 @@ describeEachProfile('Client ID Metadata Documents', (profile) => {
     expect(site.requests.filter((r) => r === '/changing/client.json')).to.have.length(2);
   });
 
+  it('fetches a document once for 16 flows at once that name its client', async () => {
+    const url = `${site.url}/crowd/client.json`;
+    site.answers.set('/crowd/client.json', (res, u) => setTimeout(() => json(documentOf(u))(res, u), 200));
+    // Opening authorize is enough: the document is read before any sign-in.
+    const browsers = Array.from({ length: 16 }, () => new Browser(idp.url));
+    const query = new URLSearchParams({ client_id: url, redirect_uri: CALLBACK, response_type: 'code', scope: 'groups:read-only', state: 'st', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+    const pages = await Promise.all(browsers.map((b) => b.follow(`/login/oauth/authorize?${query}`, CALLBACK)));
+    expect(pages.map((p) => p.status)).to.deep.equal(Array(16).fill(200));
+    expect(pages.every((p) => p.text.includes('name="password"'))).to.equal(true);
+    expect(site.requests.filter((r) => r === '/crowd/client.json')).to.have.length(1);
+  });
+
   it('sends nothing to a redirect URI the document does not list', async () => {
     const url = `${site.url}/strict/client.json`;
     site.answers.set('/strict/client.json', (res, u) => json(documentOf(u))(res, u));
