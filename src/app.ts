@@ -72,6 +72,7 @@ import { resourceRoutes } from './web/resource-routes.js';
 import { settingsRoutes } from './web/settings-routes.js';
 import { signInMethodsRoutes } from './web/sign-in-methods-routes.js';
 import { startWebhookSender, type WebhookSender } from './services/webhooks/sender.js';
+import { DirectorySignIn } from './services/directory/sign-in.js';
 
 export interface Idp {
   app: Koa;
@@ -179,7 +180,9 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const kdf = kdfQueue(config.kdf, { lowPriority: true });
   prometheus?.watchKdf(() => kdf.load());
   const mailer = createMailer({ ...config.mail, logLinks: config.env !== 'production', logger });
-  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger, metrics, pendingSignIns: pendingSignIns(db, redis, options.redisKeyPrefix) };
+  // Directories (LDAP) check the sign-in form's usernames and passwords too, with connections of their own.
+  const directories = new DirectorySignIn({ db, cipher, provider, metrics, log: logger });
+  const deps: WebDeps = { config, db, sessions, limits, kdf, mailer, cipher, log: logger, metrics, pendingSignIns: pendingSignIns(db, redis, options.redisKeyPrefix), directories };
 
   const app = new Koa();
   trustProxyHops(app, config.trustProxy);
@@ -276,6 +279,13 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
     pruneExpiredEmailChanges(db).catch((err: unknown) => logger.warn({ err }, 'pruning expired e-mail changes failed'));
   }, 10 * 60 * 1000).unref();
 
+  // The accounts linked to each directory, checked against it every DIRECTORY_CHECK_INTERVAL_S by one instance.
+  const directoryChecker = config.directoryCheckIntervalS
+    ? setInterval(() => {
+        directories.checkDue(config.directoryCheckIntervalS).catch((err: unknown) => logger.warn({ err }, 'checking directory accounts failed'));
+      }, Math.min(60, config.directoryCheckIntervalS) * 1000).unref()
+    : undefined;
+
   // Deliveries of group events to webhooks, from the outbox in the database.
   const webhooks = startWebhookSender({ db, cipher, log: logger, metrics, ...config.webhooks });
 
@@ -283,6 +293,8 @@ export async function createIdp(config: Config, options: IdpOptions): Promise<Id
   const close = async () => {
     await metricsListener?.close();
     await webhooks.stop();
+    if (directoryChecker) clearInterval(directoryChecker);
+    await directories.close();
     signingKeys.stop();
     if (pruner) clearInterval(pruner);
     clearInterval(sessionPruner);

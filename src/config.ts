@@ -102,6 +102,8 @@ const schema = z
     WEBHOOKS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
     // The longest one delivery attempt may take, connection to last byte.
     WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    // How often the accounts linked to each directory (LDAP) are checked against it; 0: only at sign-in.
+    DIRECTORY_CHECK_INTERVAL_S: z.coerce.number().int().min(0).max(86_400).default(900),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production' && env.ISSUER && !env.ISSUER.startsWith('https://')) {
@@ -297,6 +299,12 @@ export interface Config {
    */
   clientMetadata: { allowPrivate: boolean; /** CLIENT_METADATA_CA_FILE: CA certificates trusted, beside the system's, when fetching documents (a company's own CA). */ ca: string | undefined };
   webhooks: { allowPrivate: boolean; retryMs: number; pollMs: number; timeoutMs: number };
+  /**
+   * DIRECTORY_CHECK_INTERVAL_S: every so often, one instance asks each directory (LDAP) provider
+   * for every person linked to it, and disables the accounts of those it no longer finds or marks
+   * disabled (0: only at their next sign-in).
+   */
+  directoryCheckIntervalS: number;
 }
 
 export class ConfigError extends Error {}
@@ -369,6 +377,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deviceFlow: { codeTtlS: e.DEVICE_CODE_TTL_S, pollIntervalS: e.DEVICE_POLL_INTERVAL_S },
     clientMetadata: { allowPrivate: e.CLIENT_METADATA_ALLOW_PRIVATE === 'true', ca: e.CLIENT_METADATA_CA_FILE },
     webhooks: { allowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true', retryMs: e.WEBHOOKS_RETRY_MS, pollMs: e.WEBHOOKS_POLL_MS, timeoutMs: e.WEBHOOKS_TIMEOUT_MS },
+    directoryCheckIntervalS: e.DIRECTORY_CHECK_INTERVAL_S,
   };
 }
 
@@ -406,6 +415,7 @@ const RANGES: Record<string, string> = {
   WEBHOOKS_RETRY_MS: 'must be a number of milliseconds from 10 to 3600000',
   WEBHOOKS_POLL_MS: 'must be a number of milliseconds from 10 to 60000',
   WEBHOOKS_TIMEOUT_MS: 'must be a number of milliseconds from 100 to 60000',
+  DIRECTORY_CHECK_INTERVAL_S: 'must be a whole number of seconds from 0 (only at sign-in) to 86400',
 };
 
 function describe(issue: z.core.$ZodIssue): string {

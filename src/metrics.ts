@@ -18,7 +18,9 @@ export type TokenKind = 'access_token' | 'refresh_token' | 'authorization_code' 
 /**
  * How a sign-in form's attempt ended. `success` is a completed sign-in (password alone, or the
  * second factor after it, or a passkey); `second_factor_needed` a right password that now waits
- * for the second factor, which ends as `success` or `second_factor_failed`.
+ * for the second factor, which ends as `success` or `second_factor_failed`. With a directory
+ * (LDAP): `directory_unavailable` when it could not be asked (down, or no answer in 5 s), and
+ * `directory_refused` for a right directory password that cannot sign in here (no account may be made).
  */
 export type SignInOutcome =
   | 'success'
@@ -28,7 +30,9 @@ export type SignInOutcome =
   | 'disabled'
   | 'second_factor_needed'
   | 'second_factor_failed'
-  | 'passkey_failed';
+  | 'passkey_failed'
+  | 'directory_unavailable'
+  | 'directory_refused';
 
 /**
  * How a sign-in through an upstream provider ended: `success` (signed in, or the second factor now

@@ -34,13 +34,16 @@ export interface Listing<T> {
 
 type Account = Pick<UserRow, 'id' | 'username'>;
 
-function recordSiteAudit(db: Knex, actor: Actor, action: AuditAction, user: Account, at: string): Promise<void> {
+/** Who, besides a person, made a change: the CLI (`via: cli`), or a directory that no longer finds the person (`via: directory`). */
+export type Via = { via: 'directory'; provider: string; reason?: string };
+
+function recordSiteAudit(db: Knex, actor: Actor, action: AuditAction, user: Account, at: string, via?: Via): Promise<void> {
   return recordAudit(db, {
     groupId: null,
-    actorId: auditActorId(actor),
+    actorId: via ? null : auditActorId(actor),
     action,
     target: user.username,
-    details: actor.admin ? { via: 'cli' } : {},
+    details: via ?? (actor.admin ? { via: 'cli' } : {}),
     ip: actor.ip,
   }, at);
 }
@@ -101,7 +104,7 @@ export interface Disabled {
  * revoking again, so a run cut short can be completed. An administrator cannot disable their own
  * account from the Admin area.
  */
-export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow): Promise<Disabled> {
+export async function disableUser(deps: AdminDeps, actor: Actor, user: Pick<UserRow, 'id' | 'username'>, via?: Via): Promise<Disabled> {
   if (!actor.admin && actor.userId === user.id) {
     throw new AppError(409, 'conflict', 'You cannot disable your own account.');
   }
@@ -109,7 +112,7 @@ export async function disableUser(deps: AdminDeps, actor: Actor, user: UserRow):
     deps.db.transaction(async (trx) => {
       const at = now();
       if (!(await markUserDisabled(trx, user.id, at))) return false;
-      await recordSiteAudit(trx, actor, 'user.disable', user, at);
+      await recordSiteAudit(trx, actor, 'user.disable', user, at, via);
       return true;
     }),
   );
@@ -132,12 +135,12 @@ async function revokeEveryGrant(deps: AdminDeps, userId: number): Promise<number
 }
 
 /** Lets a disabled account sign in again (what disabling revoked stays revoked); false when it was enabled. */
-export async function enableUser(db: Knex, actor: Actor, user: UserRow): Promise<boolean> {
+export async function enableUser(db: Knex, actor: Actor, user: Pick<UserRow, 'id' | 'username'>, via?: Via): Promise<boolean> {
   return changing(db, [`user:${user.id}`], () =>
     db.transaction(async (trx) => {
       const at = now();
       if (!(await markUserEnabled(trx, user.id))) return false;
-      await recordSiteAudit(trx, actor, 'user.enable', user, at);
+      await recordSiteAudit(trx, actor, 'user.enable', user, at, via);
       return true;
     }),
   );

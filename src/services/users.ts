@@ -46,13 +46,52 @@ export interface SignInDeps {
   db: Knex;
   limits: Limits;
   kdf: KdfQueue;
+  /** The directories (LDAP) that check a username and password the site's own accounts do not know. */
+  directories?: DirectoryCheck;
 }
 
 /** The right password for an account an administrator has disabled. */
 export class AccountDisabledError extends AppError {
-  constructor() {
-    super(403, 'account_disabled', 'This account is disabled. Contact the site administrator.');
+  constructor(message = 'This account is disabled. Contact the site administrator.') {
+    super(403, 'account_disabled', message);
   }
+}
+
+/**
+ * The directory to ask was down or did not answer, so the password could not be checked. Not a
+ * 5xx: this server works, and a 5xx would page its operators for the directory's outage.
+ */
+export class DirectoryUnavailableError extends AppError {
+  readonly retryAfterS = 30;
+
+  constructor(message: string) {
+    super(424, 'directory_unavailable', message);
+  }
+}
+
+/** The right directory password, for a person who cannot sign in here (no account may be made, say). */
+export class DirectoryRefusedError extends AppError {
+  constructor(status: number, message: string) {
+    super(status, 'directory_refused', message);
+  }
+}
+
+/** What a directory said of a username and password. */
+export type DirectoryOutcome =
+  | { outcome: 'signed-in'; user: LoginRow }
+  | { outcome: 'wrong-password' }
+  | { outcome: 'not-found' }
+  /** The password was right (or could not be, the entry being locked) and the entry or the account is disabled. */
+  | { outcome: 'disabled'; message: string }
+  /** The password was right, and the person cannot sign in here: the message says why. */
+  | { outcome: 'refused'; status: number; message: string }
+  | { outcome: 'unavailable'; message: string };
+
+/** Sign-in with a directory's username and password (services/directory). */
+export interface DirectoryCheck {
+  /** Whether an enabled directory provider exists. */
+  configured(): Promise<boolean>;
+  check(attempt: { login: string; password: string; ip: string }): Promise<DirectoryOutcome>;
 }
 
 /**
@@ -62,6 +101,11 @@ export class AccountDisabledError extends AppError {
  * parameters (scrypt) is rehashed with today's. Returns the user, or undefined when wrong; a
  * disabled account is refused with AccountDisabledError, only once the password was right, so
  * the refusal tells nothing to someone guessing.
+ *
+ * With a directory (LDAP) configured, a login the account's own password does not sign in (no
+ * such account, an account without a password, or another password) is asked of the directories:
+ * still one attempt against the same limits. A directory that could not be asked is
+ * DirectoryUnavailableError, and the attempt is not counted unless a password was checked here.
  */
 export async function signIn(deps: SignInDeps, attempt: { login: string; password: string; ip: string }): Promise<LoginRow | undefined> {
   const { db, limits, kdf } = deps;
@@ -72,15 +116,21 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   // One account is one key whichever name it was given by; an unknown name is a key of its own.
   const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
   const counted = await limits.beforeSignIn(account, ip);
+  const usable = user && hasPassword(user.password_hash) ? user.password_hash : undefined;
+  const directories = plausible && deps.directories && (await deps.directories.configured()) ? deps.directories : undefined;
+  if (directories && !usable) {
+    // No password of this service to check: the directory's is the one.
+    return directorySignIn(deps, directories, counted, { login, password, ip }, { checkedHere: false });
+  }
   // An account without a password (made by an upstream sign-in) is checked against the decoy, as
   // an unknown name is: it takes as long as a real check, and no password gets in.
-  const usable = user && hasPassword(user.password_hash) ? user.password_hash : undefined;
   const verified = await kdf.verify(plausible ? password : '', usable ?? (await decoyHash())).catch(async (err: unknown) => {
     await limits.signInNotChecked(counted);
     throw err;
   });
   const ok = verified && usable !== undefined;
   if (!user || !ok) {
+    if (directories) return directorySignIn(deps, directories, counted, { login, password, ip }, { checkedHere: true });
     await limits.signInFailed(counted);
     return undefined;
   }
@@ -92,6 +142,46 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
     if (rehashed) await changing(db, [`user:${user.id}`], () => replacePasswordHash(db, user.id, user.password_hash, rehashed));
   }
   return user;
+}
+
+/** The directories' answer to one attempt, counted against the limits as a password checked here would be. */
+async function directorySignIn(
+  deps: SignInDeps,
+  directories: DirectoryCheck,
+  counted: Awaited<ReturnType<Limits['beforeSignIn']>>,
+  attempt: { login: string; password: string; ip: string },
+  options: { checkedHere: boolean },
+): Promise<LoginRow | undefined> {
+  const { limits } = deps;
+  const answer = await directories.check(attempt).catch(async (err: unknown) => {
+    if (options.checkedHere) await limits.signInFailed(counted);
+    else await limits.signInNotChecked(counted);
+    throw err;
+  });
+  switch (answer.outcome) {
+    case 'signed-in':
+      await limits.signInSucceeded(counted);
+      return answer.user;
+    case 'not-found':
+      // Nobody by that name anywhere: as long as a wrong password for a known name takes.
+      if (!options.checkedHere) await deps.kdf.verify(attempt.password, await decoyHash()).catch(() => false);
+      await limits.signInFailed(counted);
+      return undefined;
+    case 'wrong-password':
+      await limits.signInFailed(counted);
+      return undefined;
+    case 'disabled':
+      // Said only after the directory took the password, as for an account disabled here.
+      await limits.signInSucceeded(counted);
+      throw new AccountDisabledError(answer.message);
+    case 'refused':
+      await limits.signInSucceeded(counted);
+      throw new DirectoryRefusedError(answer.status, answer.message);
+    case 'unavailable':
+      if (options.checkedHere) await limits.signInFailed(counted);
+      else await limits.signInNotChecked(counted);
+      throw new DirectoryUnavailableError(answer.message);
+  }
 }
 
 /** A user by id; undefined once the account is gone. */

@@ -4,7 +4,7 @@ import type { LoginRow } from '../db/users.js';
 import { AppError, RetryLaterError } from '../errors.js';
 import { LinkRefusedError } from '../services/account-links.js';
 import { AddressTakenError, completeSignUp, pendingSignUp, requestSignUp } from '../services/sign-up.js';
-import { AccountDisabledError, signIn } from '../services/users.js';
+import { AccountDisabledError, DirectoryRefusedError, DirectoryUnavailableError, signIn } from '../services/users.js';
 import { explainRefusedLink, renderRefusedLink } from './account-link-routes.js';
 import { formFields, returnToQuery, safeReturnTo, seenFrom, type WebDeps } from './context.js';
 import { flashBox } from './flash.js';
@@ -179,9 +179,14 @@ export async function signInOrExplain(
     deps.metrics.signIn('wrong_password');
     render(ctx, 'login', { ...page, errors: { login: 'Incorrect username, email or password.' } }, 401);
   } catch (err) {
-    if (!(err instanceof RetryLaterError || err instanceof AccountDisabledError)) throw err;
-    deps.metrics.signIn(err instanceof AccountDisabledError ? 'disabled' : err.status === 429 ? 'rate_limited' : 'busy');
-    if (err instanceof RetryLaterError) ctx.set('Retry-After', String(err.retryAfterS));
+    if (!(err instanceof RetryLaterError || err instanceof AccountDisabledError || err instanceof DirectoryUnavailableError || err instanceof DirectoryRefusedError)) throw err;
+    deps.metrics.signIn(
+      err instanceof AccountDisabledError ? 'disabled'
+        : err instanceof DirectoryUnavailableError ? 'directory_unavailable'
+          : err instanceof DirectoryRefusedError ? 'directory_refused'
+            : err.status === 429 ? 'rate_limited' : 'busy',
+    );
+    if (err instanceof RetryLaterError || err instanceof DirectoryUnavailableError) ctx.set('Retry-After', String(err.retryAfterS));
     render(ctx, 'login', { ...page, errors: { login: err.message } }, err.status);
   }
   return undefined;

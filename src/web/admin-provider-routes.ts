@@ -15,7 +15,7 @@ import {
   type ProviderInput,
 } from '../services/federation/manage.js';
 import { kindOf } from '../services/federation/kinds.js';
-import type { UpstreamKind } from '../services/federation/upstream.js';
+import type { ProviderKind } from '../services/federation/upstream.js';
 import { actorOf, formFields, type WebDeps } from './context.js';
 import { formErrors, formStatus } from './form-errors.js';
 import { render } from './render.js';
@@ -56,7 +56,7 @@ const firstValue = (value: string | string[] | undefined): string => (Array.isAr
  * The form's labels in `t`'s language. In English they are the words the form's errors start
  * with (formErrors), which the message tables (messages-admin) translate whole.
  */
-function labelsOf(kind: UpstreamKind | undefined, t: Translate = translator('en')): Record<string, string> {
+function labelsOf(kind: ProviderKind | undefined, t: Translate = translator('en')): Record<string, string> {
   return {
     ...Object.fromEntries(FIELDS.map((field) => [field, t(`admin:labels.${field}`)])),
     ...Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, settingWords(t, kind!.kind, s).label])),
@@ -64,7 +64,7 @@ function labelsOf(kind: UpstreamKind | undefined, t: Translate = translator('en'
 }
 
 /** A posted provider form as the service's input: the common fields, and the kind's own settings. */
-function inputOf(fields: Record<string, string>, kind: UpstreamKind | undefined): ProviderInput {
+function inputOf(fields: Record<string, string>, kind: ProviderKind | undefined): ProviderInput {
   return {
     kind: fields.kind,
     slug: fields.slug ?? '',
@@ -102,7 +102,7 @@ function typedValues(fields: Record<string, string>): Record<string, string | bo
   return { ...rest, allow_sign_up: fields.allow_sign_up !== undefined, trust_mfa: fields.trust_mfa !== undefined };
 }
 
-function kindChoice(kind: UpstreamKind, t: Translate = translator('en')) {
+function kindChoice(kind: ProviderKind, t: Translate = translator('en')) {
   return {
     kind: kind.kind,
     label: kind.label,
@@ -117,7 +117,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
   const providerUrl = (slug: string) => `${BASE}/${encodeURIComponent(slug)}`;
   const target = (ctx: Context) => requireProvider(db, String(ctx.params.slug ?? ''));
 
-  function renderForm(ctx: Context, kind: UpstreamKind, options: { row?: SignInProviderRow; values: Record<string, unknown>; errors?: Record<string, string>; status?: number }) {
+  function renderForm(ctx: Context, kind: ProviderKind, options: { row?: SignInProviderRow; values: Record<string, unknown>; errors?: Record<string, string>; status?: number }) {
     const editing = options.row;
     const t = pageT(ctx);
     render(ctx, 'admin/provider-form', {

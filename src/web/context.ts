@@ -8,6 +8,7 @@ import { readerLanguage, type Language } from '../i18n.js';
 import type { Actor } from '../services/context.js';
 import type { KeyCipher } from '../key-encryption.js';
 import type { Logger } from '../log.js';
+import type { DirectorySignIn } from '../services/directory/sign-in.js';
 import type { Metrics } from '../metrics.js';
 import type { Limits } from '../services/limits.js';
 import type { PendingSignIns } from '../services/pending-sign-ins.js';
@@ -32,6 +33,8 @@ export interface WebDeps {
   metrics: Metrics;
   /** Sign-ins waiting for their second factor, kept where every instance sees them. */
   pendingSignIns: PendingSignIns;
+  /** The directories (LDAP) the sign-in form's username and password are also checked against. */
+  directories?: DirectorySignIn;
 }
 
 /** Loads the signed-in user (if any, and not disabled) into ctx.state.user for every page. */

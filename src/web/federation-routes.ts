@@ -24,7 +24,7 @@ import {
   type Place,
   type RoundTrip,
 } from '../services/federation/flow.js';
-import { kindOf } from '../services/federation/kinds.js';
+import { redirectKindOf } from '../services/federation/kinds.js';
 import type { UpstreamProfile, UpstreamProvider } from '../services/federation/upstream.js';
 import { hasPassword } from '../services/passwords.js';
 import { sendSecurityNotice } from '../services/security-notices.js';
@@ -202,7 +202,7 @@ export async function startUpstream(
   options: { intent: 'sign-in' | 'link'; userId?: number; returnTo?: string; flow?: string },
 ): Promise<void> {
   const place: Place = options.intent === 'link' ? { site: SIGN_IN_METHODS_PAGE } : options.flow ? { flow: options.flow } : { site: safeReturnTo(options.returnTo) };
-  const kind = kindOf(provider.kind);
+  const kind = redirectKindOf(provider.kind);
   try {
     if (!kind || provider.disabled) throw new UpstreamFailure('disabled', 403, `Signing in with ${provider.name} is turned off on this server.`);
     // An address blocked by the sign-in limits may not start; starting takes no point (only failures do).

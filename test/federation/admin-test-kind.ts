@@ -8,6 +8,7 @@ import { upstreamKinds } from '../../src/services/federation/kinds.js';
  */
 export const TEST_KIND: UpstreamKind = {
   kind: 'managetest',
+  signIn: 'redirect',
   label: 'Managing test kind',
   defaultScopes: ['openid', 'email'],
   usesIdToken: true,

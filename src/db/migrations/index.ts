@@ -22,6 +22,7 @@ import * as backchannelLogout from './0022_backchannel_logout.js';
 import * as webhooks from './0023_webhooks.js';
 import * as resources from './0024_resources.js';
 import * as clientRegistration from './0025_client_registration.js';
+import * as directories from './0026_directories.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '0023_webhooks': webhooks,
   '0024_resources': resources,
   '0025_client_registration': clientRegistration,
+  '0026_directories': directories,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -15,7 +15,7 @@ import { now } from '../../time.js';
 import { noPasswordHash } from '../passwords.js';
 import * as rules from '../rules.js';
 import { isUniqueViolation } from '../../db/knex.js';
-import { kindOf } from './kinds.js';
+import { redirectKindOf } from './kinds.js';
 import { openProvider } from './providers.js';
 import type { UpstreamKind, UpstreamProfile, UpstreamProvider } from './upstream.js';
 
@@ -66,7 +66,7 @@ export interface RoundTrip {
 /** A provider the pages may use: known kind, not disabled. */
 export async function usableProvider(db: Knex, cipher: KeyCipher | undefined, slug: string): Promise<{ provider: UpstreamProvider; kind: UpstreamKind }> {
   const row = /^[a-z0-9][a-z0-9-]{0,62}$/.test(slug) ? await findSignInProvider(db, slug) : undefined;
-  const kind = row && kindOf(row.kind);
+  const kind = row && redirectKindOf(row.kind);
   if (!row || !kind) throw new UpstreamFailure('disabled', 404, 'There is no such sign-in provider here.');
   if (row.disabled_at !== null) throw new UpstreamFailure('disabled', 403, `Signing in with ${row.name} is turned off on this server.`);
   return { provider: openProvider(row, cipher), kind };
@@ -81,7 +81,7 @@ export async function providerById(db: Knex, cipher: KeyCipher | undefined, id: 
 /** The providers the sign-in pages offer ("Continue with <name>"), in their order. */
 export async function signInButtons(db: Knex): Promise<{ slug: string; name: string }[]> {
   const rows = await enabledSignInProviders(db);
-  return rows.filter((row) => kindOf(row.kind)).map((row) => ({ slug: row.slug, name: row.name }));
+  return rows.filter((row) => redirectKindOf(row.kind)).map((row) => ({ slug: row.slug, name: row.name }));
 }
 
 /**

@@ -21,8 +21,9 @@ import { now } from '../../time.js';
 import { auditActorId, changedFields, type Actor } from '../context.js';
 import { NO_PASSWORD_PREFIX } from '../passwords.js';
 import { kindOf, upstreamKinds } from './kinds.js';
+import { parseDn } from './ldap.js';
 import { sealClientSecret } from './providers.js';
-import type { UpstreamKind } from './upstream.js';
+import type { ProviderKind } from './upstream.js';
 
 /**
  * Managing sign-in providers (Admin → Sign-in providers and `idp provider …`): adding, editing,
@@ -73,7 +74,7 @@ const MAX_SECRET_LENGTH = 2000;
 const MAX_POSITION = 9999;
 
 /** The kinds an administrator can pick, in the order they were registered. */
-export function availableKinds(): UpstreamKind[] {
+export function availableKinds(): ProviderKind[] {
   return Object.values(upstreamKinds);
 }
 
@@ -113,7 +114,18 @@ function checkName(problems: Problems, raw: string | undefined): string {
   return name;
 }
 
-function checkClientId(problems: Problems, raw: string | undefined): string {
+/** A directory's `client_id` is its service account's DN, which may hold any character but control ones. */
+function checkBindDn(problems: Problems, raw: string | undefined): string {
+  try {
+    return parseDn(raw ?? '', 'client_id');
+  } catch (err) {
+    problems.add('client_id', (err as Error).message.replace(/^client_id /, ''));
+    return '';
+  }
+}
+
+function checkClientId(problems: Problems, raw: string | undefined, kind?: ProviderKind): string {
+  if (kind?.signIn === 'directory') return checkBindDn(problems, raw);
   const clientId = (raw ?? '').trim();
   if (!clientId) problems.add('client_id', 'is required');
   else if (clientId.length > 255) problems.add('client_id', 'must be at most 255 characters');
@@ -122,19 +134,20 @@ function checkClientId(problems: Problems, raw: string | undefined): string {
 }
 
 /** The secret to keep; undefined when none was typed (on update, the current one stays). */
-function checkClientSecret(problems: Problems, raw: string | undefined, required: boolean): string | undefined {
-  const secret = (raw ?? '').trim();
+function checkClientSecret(problems: Problems, raw: string | undefined, required: boolean, kind?: ProviderKind): string | undefined {
+  // A directory password is kept as typed (spaces are characters of it); a client secret is trimmed.
+  const secret = kind?.signIn === 'directory' ? (raw ?? '') : (raw ?? '').trim();
   if (!secret) {
     if (required) problems.add('client_secret', 'is required');
     return undefined;
   }
   // Never echoed back in a message: only its shape is described.
   if (secret.length > MAX_SECRET_LENGTH) problems.add('client_secret', `must be at most ${MAX_SECRET_LENGTH} characters`);
-  else if (!PRINTABLE.test(secret)) problems.add('client_secret', 'must be printable ASCII characters');
+  else if (kind?.signIn === 'directory' ? hasControlCharacter(secret) : !PRINTABLE.test(secret)) problems.add('client_secret', kind?.signIn === 'directory' ? 'must not contain control characters' : 'must be printable ASCII characters');
   return secret;
 }
 
-function checkScopes(problems: Problems, raw: string | undefined, kind: UpstreamKind | undefined): string {
+function checkScopes(problems: Problems, raw: string | undefined, kind: ProviderKind | undefined): string {
   const scopes = [...new Set((raw ?? '').split(/[\s,]+/).filter(Boolean))];
   const bad = scopes.find((scope) => !SCOPE_TOKEN.test(scope));
   if (bad !== undefined) {
@@ -184,7 +197,7 @@ function checkPosition(problems: Problems, raw: string | number | undefined, fal
 }
 
 /** The kind's settings, each checked by the kind; `current` supplies those left out (on update). */
-function checkSettings(problems: Problems, kind: UpstreamKind, given: Record<string, string | undefined> = {}, current: Record<string, string> = {}): Record<string, string> {
+function checkSettings(problems: Problems, kind: ProviderKind, given: Record<string, string | undefined> = {}, current: Record<string, string> = {}): Record<string, string> {
   const settings: Record<string, string> = {};
   for (const setting of kind.settings) {
     const typed = Object.hasOwn(given, setting.name) && given[setting.name] !== undefined ? given[setting.name]!.trim() : current[setting.name];
@@ -264,9 +277,11 @@ export async function createProvider(deps: ManageDeps, actor: Actor, input: Prov
   }
   const slug = checkSlug(problems, input.slug);
   const name = checkName(problems, input.name);
-  const clientId = checkClientId(problems, input.client_id);
-  const secret = checkClientSecret(problems, input.client_secret, true);
-  const scopes = checkScopes(problems, input.scopes, kind);
+  const clientId = checkClientId(problems, input.client_id, kind);
+  const secret = checkClientSecret(problems, input.client_secret, true, kind);
+  // A directory is asked for no scopes, and has no second factor of its own to trust.
+  const directory = kind?.signIn === 'directory';
+  const scopes = directory ? '' : checkScopes(problems, input.scopes, kind);
   const settings = kind ? checkSettings(problems, kind, input.settings) : {};
   const allowedDomains = checkDomains(problems, input.allowed_domains);
   const position = checkPosition(problems, input.position, (await lastSignInProviderPosition(deps.db)) + 1);
@@ -282,7 +297,7 @@ export async function createProvider(deps: ManageDeps, actor: Actor, input: Prov
     settings: JSON.stringify(settings),
     allow_sign_up: Boolean(input.allow_sign_up),
     allowed_domains: allowedDomains,
-    trust_mfa: Boolean(input.trust_mfa),
+    trust_mfa: !directory && Boolean(input.trust_mfa),
     position,
   };
   const created = await deps.db.transaction(async (trx) => {
@@ -311,9 +326,10 @@ export async function updateProvider(deps: ManageDeps, actor: Actor, row: SignIn
   }
   const slug = input.slug === undefined ? row.slug : checkSlug(problems, input.slug);
   const name = input.name === undefined ? row.name : checkName(problems, input.name);
-  const clientId = input.client_id === undefined ? row.client_id : checkClientId(problems, input.client_id);
-  const secret = checkClientSecret(problems, input.client_secret, false);
-  const scopes = input.scopes === undefined ? row.scopes : checkScopes(problems, input.scopes, kind);
+  const clientId = input.client_id === undefined ? row.client_id : checkClientId(problems, input.client_id, kind);
+  const secret = checkClientSecret(problems, input.client_secret, false, kind);
+  const directory = kind?.signIn === 'directory';
+  const scopes = input.scopes === undefined || directory ? row.scopes : checkScopes(problems, input.scopes, kind);
   // A provider whose kind is no longer registered keeps its settings as they are.
   const settings = kind ? checkSettings(problems, kind, input.settings, storedSettings(row)) : storedSettings(row);
   const allowedDomains = input.allowed_domains === undefined ? row.allowed_domains : checkDomains(problems, input.allowed_domains);
@@ -330,7 +346,7 @@ export async function updateProvider(deps: ManageDeps, actor: Actor, row: SignIn
     settings: JSON.stringify(settings),
     allow_sign_up: input.allow_sign_up ?? Boolean(row.allow_sign_up),
     allowed_domains: allowedDomains,
-    trust_mfa: input.trust_mfa ?? Boolean(row.trust_mfa),
+    trust_mfa: !directory && (input.trust_mfa ?? Boolean(row.trust_mfa)),
     position,
   });
   const changes = changedFields(before, after);
@@ -402,6 +418,8 @@ export async function removeProvider(db: Knex, actor: Actor, row: SignInProvider
   return db.transaction(async (trx) => {
     const impact = await removalImpact(trx, row);
     if (!(await deleteSignInProvider(trx, row.id))) throw new NotFoundError('There is no such sign-in provider.');
+    // Memberships a directory's group mapping gave stay, as memberships no provider manages.
+    await trx('memberships').where({ managed_by: row.id }).update({ managed_by: null });
     await recordProviderAudit(trx, actor, 'sign-in_provider.remove', row.slug, {
       kind: row.kind,
       name: row.name,

@@ -25,6 +25,7 @@ const issuerSetting: KindSetting = {
 
 export const openIdConnect: UpstreamKind = {
   kind: 'oidc',
+  signIn: 'redirect',
   label: 'OpenID Connect',
   settings: [issuerSetting],
   defaultScopes: ['openid', 'email', 'profile'],

@@ -8,6 +8,7 @@ import { AppError, NotFoundError, ValidationError } from '../../errors.js';
 import { mayUnlink } from '../../policies/sign-in-methods.js';
 import { now, toIso } from '../../time.js';
 import { changing } from '../change-versions.js';
+import { directoryKindOf, redirectKindOf } from './kinds.js';
 import { listPasskeys } from '../passkeys.js';
 import { hasPassword, type KdfQueue } from '../passwords.js';
 import * as rules from '../rules.js';
@@ -24,6 +25,8 @@ export interface LinkedIdentity {
   providerName: string;
   /** The provider is disabled: the identity signs nobody in until it is enabled again. */
   providerDisabled: boolean;
+  /** A directory's (LDAP): it keeps the account, and only removing the provider unlinks it. */
+  directory: boolean;
   username: string;
   linkedAt: string | null;
   lastUsedAt: string | null;
@@ -48,11 +51,13 @@ export async function signInMethodsOf(db: Knex, user: UserRow): Promise<SignInMe
       slug: row.slug,
       providerName: row.provider_name,
       providerDisabled: row.provider_disabled_at !== null,
+      directory: directoryKindOf(row.kind) !== undefined,
       username: row.username,
       linkedAt: toIso(row.created_at),
       lastUsedAt: toIso(row.last_used_at),
     })),
-    linkable: providers.filter((provider) => !linked.has(provider.id)).map((provider) => ({ slug: provider.slug, name: provider.name })),
+    // A directory links itself at the first sign-in with its username and password.
+    linkable: providers.filter((provider) => !linked.has(provider.id) && redirectKindOf(provider.kind)).map((provider) => ({ slug: provider.slug, name: provider.name })),
   };
 }
 
@@ -60,6 +65,13 @@ export async function signInMethodsOf(db: Knex, user: UserRow): Promise<SignInMe
 export class LastWayInError extends AppError {
   constructor(providerName: string) {
     super(409, 'last_sign_in_method', `${providerName} is the only way you can sign in to this account. Set a password or add a passkey first, then unlink it.`);
+  }
+}
+
+/** A directory's identity is the directory's hold on the account: unlinking it would let someone who left keep it. */
+export class DirectoryIdentityError extends AppError {
+  constructor(providerName: string) {
+    super(409, 'directory_identity', `Your account is kept by ${providerName}: it cannot be unlinked here. Ask a site administrator if it should no longer be.`);
   }
 }
 
@@ -71,6 +83,7 @@ export class LastWayInError extends AppError {
 export async function unlinkIdentity(db: Knex, user: UserRow, identityId: number, ip: string): Promise<{ slug: string; providerName: string }> {
   const identity = (await identitiesOf(db, user.id)).find((row) => row.id === identityId);
   if (!identity) throw new NotFoundError('There is no such linked identity on your account.');
+  if (directoryKindOf(identity.kind)) throw new DirectoryIdentityError(identity.provider_name);
   return db.transaction(async (trx) => {
     const ways = await waysInLocked(trx, user.id);
     if (!ways?.identities.some((row) => row.id === identityId)) throw new NotFoundError('There is no such linked identity on your account.');

@@ -50,16 +50,36 @@ export interface KindSetting {
   required: boolean;
   /** Checks and normalizes a value; throws an Error whose message names what is wrong. */
   parse(value: string): string;
+  /** Typed over several lines (a certificate, a mapping): a text area on the form. */
+  multiline?: boolean;
+  /** Shown on the form when nothing is stored yet. */
+  defaultValue?: string;
 }
 
-export interface UpstreamKind {
-  /** As stored: `oidc`, `github`, `gitlab`, `google`, `microsoft`. */
+/** What every kind of sign-in provider has, whichever way it signs people in. */
+export interface ProviderKind {
+  /** As stored: `oidc`, `github`, `gitlab`, `google`, `microsoft`, `ldap`. */
   kind: string;
-  /** For people: "OpenID Connect", "GitHub". */
+  /** For people: "OpenID Connect", "GitHub", "LDAP directory". */
   label: string;
   settings: KindSetting[];
-  /** The scopes asked for when the administrator names none. */
+  /** The scopes asked for when the administrator names none (none for a directory). */
   defaultScopes: string[];
+  /**
+   * `redirect`: the browser is sent to the provider and comes back with a code (OAuth, OpenID
+   * Connect). `directory`: the sign-in form's own username and password are checked by the
+   * provider (LDAP); its `client_id` and `client_secret` are the service account's DN and password.
+   */
+  signIn: 'redirect' | 'directory';
+}
+
+/** A directory (LDAP, Active Directory): see services/directory. */
+export interface DirectoryKind extends ProviderKind {
+  signIn: 'directory';
+}
+
+export interface UpstreamKind extends ProviderKind {
+  signIn: 'redirect';
   /** The openid-client configuration (discovery, or the kind's fixed endpoints). May be cached per provider by the caller. */
   configure(provider: UpstreamProvider, options: { timeoutMs: number; allowHttp?: boolean }): Promise<client.Configuration>;
   /** Extra parameters of the authorization request (Google's `hd`), when the kind has any. */

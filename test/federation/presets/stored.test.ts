@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { findSignInProvider, insertSignInProvider, updateSignInProvider } from '../../../src/db/sign-in-providers.js';
 import { keyCipher } from '../../../src/key-encryption.js';
-import { kindOf } from '../../../src/services/federation/kinds.js';
+import { redirectKindOf } from '../../../src/services/federation/kinds.js';
 import { openProvider, sealClientSecret } from '../../../src/services/federation/providers.js';
 import { describeEachProfile, useDatabase } from '../../helpers/app.js';
 import { approve, fakeGitHub, octocat } from './github-standin.js';
@@ -44,7 +44,7 @@ describeEachProfile('A stored GitHub Enterprise Server provider', (profile) => {
       position: 0,
     }, at);
     expect(row?.client_secret).to.match(/^enc:/);
-    const kind = kindOf('github')!;
+    const kind = redirectKindOf('github')!;
 
     const stored = await findSignInProvider(database.db, row!.slug);
     const { profile: signedIn } = await signIn(kind, openProvider(stored!, cipher), approve);

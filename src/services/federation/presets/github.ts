@@ -108,6 +108,7 @@ function githubApiOf(config: client.Configuration): string {
 
 export const github: UpstreamKind = {
   kind: 'github',
+  signIn: 'redirect',
   label: 'GitHub',
   settings: [
     urlSetting('base_url', 'Base URL', 'Leave empty for github.com. For GitHub Enterprise Server, its address, such as https://github.example.com.'),

@@ -12,6 +12,7 @@ const GITLAB_COM = 'https://gitlab.com';
 
 export const gitlab: UpstreamKind = {
   kind: 'gitlab',
+  signIn: 'redirect',
   label: 'GitLab',
   settings: [
     urlSetting('base_url', 'Base URL', 'Leave empty for gitlab.com. For a self-managed GitLab, its address, such as https://gitlab.example.com.'),

@@ -18,6 +18,7 @@ const hostedDomain = new WeakMap<client.Configuration, string>();
 
 export const google: UpstreamKind = {
   kind: 'google',
+  signIn: 'redirect',
   label: 'Google',
   settings: [
     {

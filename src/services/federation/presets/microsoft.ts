@@ -83,6 +83,7 @@ async function configure(provider: UpstreamProvider, timeoutMs: number, allowHtt
 
 export const microsoft: UpstreamKind = {
   kind: 'microsoft',
+  signIn: 'redirect',
   label: 'Microsoft',
   settings: [
     {
