@@ -188,8 +188,10 @@ function tlsOptions(settings: DirectorySettings): ConnectionOptions {
 
 /** A connection with TLS up (ldaps, or StartTLS on ldap), not bound yet. */
 async function connect(settings: DirectorySettings): Promise<Client> {
-  const client = new Client({ url: settings.url, timeout: DIRECTORY_TIMEOUT_MS, connectTimeout: DIRECTORY_TIMEOUT_MS, tlsOptions: tlsOptions(settings), strictDN: false });
-  if (settings.url.startsWith('ldap:')) await client.startTLS(tlsOptions(settings));
+  const startTls = settings.url.startsWith('ldap:');
+  // TLS options given to the client make ldapts open TLS at once: for ldap:// they go to StartTLS only.
+  const client = new Client({ url: settings.url, timeout: DIRECTORY_TIMEOUT_MS, connectTimeout: DIRECTORY_TIMEOUT_MS, ...(startTls ? {} : { tlsOptions: tlsOptions(settings) }), strictDN: false });
+  if (startTls) await client.startTLS(tlsOptions(settings));
   return client;
 }
 
