@@ -20,7 +20,7 @@ import {
   UpstreamFailure,
   usableProvider,
   checkDomain,
-  signInButtons,
+  signInChoices,
   type Place,
   type RoundTrip,
 } from '../services/federation/flow.js';
@@ -246,7 +246,9 @@ export function upstreamButtons(deps: WebDeps) {
     ctx.state.passwordSignIn = deps.config.passwordSignIn;
     // Read only where a sign-in page may be shown: the site's, and a flow's (its page, or its password form answered with an error).
     if (ctx.path === '/login' || SIGN_IN_PAGE_OF_FLOW.test(ctx.path)) {
-      ctx.state.upstreams = await signInButtons(deps.db);
+      const { buttons, directories } = await signInChoices(deps.db);
+      ctx.state.upstreams = buttons;
+      ctx.state.directories = directories;
     }
     await next();
   };

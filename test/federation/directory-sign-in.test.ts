@@ -97,6 +97,12 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
     return openProvider(row, undefined);
   }
 
+  it('says on the sign-in form that the directory\'s usernames and passwords work there, and offers no button for it', async () => {
+    const page = await browser().get('/login').expect(200);
+    expect(page.text).to.include('Your Corp Directory username and password work here too.');
+    expect(page.text).to.not.include('/login/upstream/corp');
+  });
+
   it('makes the account at a first sign-in: the directory username, name and verified address, no password of its own, and the mapped group role', async () => {
     const b = browser();
     const page = await signInPage(b, 'alice', ldapPeople.alice.password);

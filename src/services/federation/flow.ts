@@ -15,7 +15,7 @@ import { now } from '../../time.js';
 import { noPasswordHash } from '../passwords.js';
 import * as rules from '../rules.js';
 import { isUniqueViolation } from '../../db/knex.js';
-import { redirectKindOf } from './kinds.js';
+import { directoryKindOf, redirectKindOf } from './kinds.js';
 import { openProvider } from './providers.js';
 import type { UpstreamKind, UpstreamProfile, UpstreamProvider } from './upstream.js';
 
@@ -78,10 +78,16 @@ export async function providerById(db: Knex, cipher: KeyCipher | undefined, id: 
   return usableProvider(db, cipher, row.slug);
 }
 
-/** The providers the sign-in pages offer ("Continue with <name>"), in their order. */
-export async function signInButtons(db: Knex): Promise<{ slug: string; name: string }[]> {
+/**
+ * What the sign-in pages offer besides a password: a "Continue with <name>" button per provider
+ * that redirects, and the names of the directories whose usernames and passwords the form takes.
+ */
+export async function signInChoices(db: Knex): Promise<{ buttons: { slug: string; name: string }[]; directories: string[] }> {
   const rows = await enabledSignInProviders(db);
-  return rows.filter((row) => redirectKindOf(row.kind)).map((row) => ({ slug: row.slug, name: row.name }));
+  return {
+    buttons: rows.filter((row) => redirectKindOf(row.kind)).map((row) => ({ slug: row.slug, name: row.name })),
+    directories: rows.filter((row) => directoryKindOf(row.kind)).map((row) => row.name),
+  };
 }
 
 /**
