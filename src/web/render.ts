@@ -56,6 +56,7 @@ export function render(ctx: Context, view: string, pageLocals: PageLocals, statu
     mailToFiles: ctx.state.mailToFiles ?? false,
     // The sign-in pages' "Continue with" buttons and password form (web/federation-routes.ts).
     upstreams: ctx.state.upstreams ?? [],
+    directories: ctx.state.directories ?? [],
     passwordSignIn: ctx.state.passwordSignIn ?? true,
     ...locals,
     ...(locals.errors && lang !== 'en' ? { errors: translatedErrors(ctx, locals.errors as Record<string, string>, lang) } : {}),
