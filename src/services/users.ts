@@ -117,8 +117,10 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
   const counted = await limits.beforeSignIn(account, ip);
   const usable = user && hasPassword(user.password_hash) ? user.password_hash : undefined;
-  const directories = plausible && deps.directories && (await deps.directories.configured()) ? deps.directories : undefined;
-  if (directories && !usable) {
+  // Asked only when this service's own password cannot sign the person in: a local sign-in costs no query more.
+  const directoriesFor = async () => (plausible && deps.directories && (await deps.directories.configured()) ? deps.directories : undefined);
+  const directories = usable ? undefined : await directoriesFor();
+  if (directories) {
     // No password of this service to check: the directory's is the one.
     return directorySignIn(deps, directories, counted, { login, password, ip }, { checkedHere: false });
   }
@@ -130,6 +132,7 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   });
   const ok = verified && usable !== undefined;
   if (!user || !ok) {
+    const directories = await directoriesFor();
     if (directories) return directorySignIn(deps, directories, counted, { login, password, ip }, { checkedHere: true });
     await limits.signInFailed(counted);
     return undefined;

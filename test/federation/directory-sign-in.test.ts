@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { findIdentity } from '../../src/db/identities.js';
 import { findUserByUsername } from '../../src/db/users.js';
@@ -25,7 +26,7 @@ const LOGIN = 'Username or email';
 const PASSWORD = 'Password';
 
 describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
-  const idp = useIdp(profile, { RATE_LIMIT_SIGNIN_ACCOUNT_IP: '8/15m' });
+  const idp = useIdp(profile, { RATE_LIMIT_SIGNIN_ACCOUNT_IP: '8/15m', METRICS_PORT: '0' });
   let slapd: Slapd;
   let platform: { id: number; path: string };
   let providerSlug: string;
@@ -247,10 +248,16 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
 
   it('says so on the sign-in page when the directory is down, with no 5xx, and signs in again once it is back', async function () {
     this.timeout(30_000);
+    const metric = async (pattern: string) => Number(new RegExp(`${pattern} (\\d+)`).exec(await (await fetch(idp.metricsUrl!)).text())?.[1] ?? 0);
+    const unavailable = 'idp_sign_ins_total\\{outcome="directory_unavailable"\\}';
+    const unreachable = 'idp_upstream_sign_ins_total\\{provider="corp",result="unreachable"\\}';
+    const [before, beforeUnreachable] = [await metric(unavailable), await metric(unreachable)];
     await slapd.stop();
     try {
       const page = await signInPage(browser(), 'alice', ldapPeople.alice.password);
       expect(page.status).to.equal(424);
+      expect(await metric(unavailable)).to.equal(before + 1);
+      expect(await metric(unreachable)).to.equal(beforeUnreachable + 1);
       expect(page.text).to.include('Corp Directory could not be reached');
       expect(page.headers.get('retry-after')).to.match(/^\d+$/);
       // A person of this service's own still signs in meanwhile.
@@ -260,6 +267,24 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
       await slapd.start();
     }
     await signedIn('alice', ldapPeople.alice.password);
+  });
+
+  it('gives up on a directory that takes the connection and never answers, within its timeout, with the same clear page', async function () {
+    this.timeout(30_000);
+    const held: Socket[] = [];
+    const silent = createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const row = await idp.db('sign_in_providers').where({ slug: providerSlug }).first();
+    const { row: hanging } = await updateProvider({ db: idp.db, cipher: undefined }, ADMIN, row, { settings: { url: `ldaps://127.0.0.1:${(silent.address() as AddressInfo).port}` } });
+    try {
+      const page = await signInPage(browser(), 'alice', ldapPeople.alice.password);
+      expect(page.status).to.equal(424);
+      expect(page.text).to.include('Corp Directory could not be reached');
+    } finally {
+      await updateProvider({ db: idp.db, cipher: undefined }, ADMIN, hanging, { settings: { url: slapd.ldapsUrl } });
+      for (const socket of held) socket.destroy();
+      silent.close();
+    }
   });
 
   it('ends the sessions of a person the directory disables, at their next sign-in and at the check, and lets them back once enabled', async () => {
