@@ -56,6 +56,7 @@ describe('loadConfig', () => {
       shutdownDelayS: 0,
       keyActivationDelayS: 3600,
       deviceFlow: { codeTtlS: 600, pollIntervalS: 5 },
+      directoryCheckIntervalS: 900,
       clientMetadata: { allowPrivate: false, ca: undefined },
       webhooks: { allowPrivate: false, retryMs: 30_000, pollMs: 1000, timeoutMs: 10_000 },
     });
