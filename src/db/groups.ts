@@ -230,8 +230,20 @@ export async function countOwners(db: Knex, groupId: number): Promise<number> {
   return Number((row as { n: number | string } | undefined)?.n ?? 0);
 }
 
-export async function insertMembership(db: Knex, m: { groupId: number; userId: number; role: Role; at: string }): Promise<void> {
-  await db('memberships').insert({ group_id: m.groupId, user_id: m.userId, role: m.role, created_at: m.at });
+/** Adds a membership; `managedBy`: the directory provider whose group mapping gives it. */
+export async function insertMembership(db: Knex, m: { groupId: number; userId: number; role: Role; at: string; managedBy?: number }): Promise<void> {
+  await db('memberships').insert({ group_id: m.groupId, user_id: m.userId, role: m.role, created_at: m.at, ...(m.managedBy ? { managed_by: m.managedBy } : {}) });
+}
+
+/** A member's role and the directory provider that manages the membership (null: a person gave it), its row locked; undefined when not a member. */
+export async function lockManagedMembership(trx: Knex.Transaction, groupId: number, userId: number): Promise<{ role: Role; managedBy: number | null } | undefined> {
+  const row = (await trx('memberships').where({ group_id: groupId, user_id: userId }).forUpdate().first('role', 'managed_by')) as { role: Role; managed_by: number | string | null } | undefined;
+  return row && { role: row.role, managedBy: row.managed_by === null ? null : Number(row.managed_by) };
+}
+
+/** The memberships a removed directory provider managed become memberships a person gave. */
+export async function releaseManagedMemberships(db: Knex, providerId: number): Promise<void> {
+  await db('memberships').where({ managed_by: providerId }).update({ managed_by: null });
 }
 
 export async function setRole(db: Knex, groupId: number, userId: number, role: Role): Promise<void> {

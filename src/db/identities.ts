@@ -12,6 +12,8 @@ export interface IdentityRow {
   email: string;
   created_at: string | Date;
   last_used_at: string | Date | null;
+  /** A directory (LDAP) no longer had the person, and the account was disabled for it. */
+  suspended_at?: string | Date | null;
 }
 
 const TABLE = 'user_identities';
@@ -78,4 +80,15 @@ export async function waysInLocked(trx: Knex.Transaction, userId: number): Promi
     passkeys: Number(passkeys?.n ?? 0),
     identities: identities.map((row) => ({ id: Number(row.id), enabled: row.disabled_at === null })),
   };
+}
+
+/** Every identity linked through one provider, oldest first. */
+export function identitiesOfProvider(db: Knex, providerId: number): Promise<IdentityRow[]> {
+  return db(TABLE).where({ provider_id: providerId }).orderBy('id').select('*');
+}
+
+/** Marks the identity's account as disabled by its directory (`at`), or no longer (null); false when it already was so. */
+export async function setIdentitySuspended(db: Knex, id: number, at: string | null): Promise<boolean> {
+  const rows = db(TABLE).where({ id });
+  return (await (at ? rows.whereNull('suspended_at') : rows.whereNotNull('suspended_at')).update({ suspended_at: at })) === 1;
 }

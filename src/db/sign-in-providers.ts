@@ -94,3 +94,12 @@ export async function lastSignInProviderPosition(db: Knex): Promise<number> {
   const row = await db(TABLE).max<{ p: number | string | null }[]>({ p: 'position' }).first();
   return row?.p === null || row?.p === undefined ? -1 : Number(row.p);
 }
+
+/** Claims a provider's periodic check: true when it was last checked at or before `dueBefore` (or never), and it is now marked checked `at`. */
+export async function claimProviderCheck(db: Knex, id: number, dueBefore: string, at: string): Promise<boolean> {
+  const claimed = await db(TABLE)
+    .where({ id })
+    .where((q) => q.whereNull('checked_at').orWhere('checked_at', '<=', dueBefore))
+    .update({ checked_at: at });
+  return claimed === 1;
+}

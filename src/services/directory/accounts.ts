@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type Provider from 'oidc-provider';
-import { findIdentity, type IdentityRow } from '../../db/identities.js';
+import { findIdentity, setIdentitySuspended, type IdentityRow } from '../../db/identities.js';
 import { findUserById } from '../../db/users.js';
 import { isDisabled } from '../../policies/site.js';
 import { now } from '../../time.js';
@@ -28,11 +28,6 @@ export interface AccountDeps {
 /** Why the directory ends an account. */
 export type SuspendReason = 'not_found' | 'disabled';
 
-function markSuspended(db: Knex, identityId: number, at: string | null): Promise<number> {
-  const rows = db('user_identities').where({ id: identityId });
-  return (at ? rows.whereNull('suspended_at') : rows.whereNotNull('suspended_at')).update({ suspended_at: at });
-}
-
 /**
  * Disables the account linked through this identity, for the directory's reason; false when it
  * was disabled already (by the directory or by an administrator).
@@ -40,7 +35,7 @@ function markSuspended(db: Knex, identityId: number, at: string | null): Promise
 export async function suspendIdentity(deps: AccountDeps, provider: UpstreamProvider, identity: IdentityRow, reason: SuspendReason): Promise<boolean> {
   const user = await findUserById(deps.db, identity.user_id);
   if (!user || isDisabled(user)) return false;
-  await markSuspended(deps.db, identity.id, now());
+  await setIdentitySuspended(deps.db, identity.id, now());
   const { changed } = await disableUser(deps, DIRECTORY_ACTOR, user, { via: 'directory', provider: provider.slug, reason });
   return changed;
 }
@@ -52,10 +47,10 @@ export async function suspendSubject(deps: AccountDeps, provider: UpstreamProvid
 }
 
 /** Enables again an account the directory disabled, now that it finds the person active; false when it did not disable it. */
-export async function restoreIdentity(db: Knex, provider: UpstreamProvider, identity: IdentityRow & { suspended_at?: string | Date | null }): Promise<boolean> {
+export async function restoreIdentity(db: Knex, provider: UpstreamProvider, identity: IdentityRow): Promise<boolean> {
   if (!identity.suspended_at) return false;
   const user = await findUserById(db, identity.user_id);
   if (!user) return false;
-  await markSuspended(db, identity.id, null);
+  await setIdentitySuspended(db, identity.id, null);
   return enableUser(db, DIRECTORY_ACTOR, user, { via: 'directory', provider: provider.slug });
 }

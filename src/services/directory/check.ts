@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { IdentityRow } from '../../db/identities.js';
+import { identitiesOfProvider, type IdentityRow } from '../../db/identities.js';
+import { claimProviderCheck } from '../../db/sign-in-providers.js';
 import type { Logger } from '../../log.js';
 import { now } from '../../time.js';
 import type { UpstreamProvider } from '../federation/upstream.js';
@@ -26,13 +27,11 @@ export interface CheckResult {
   skipped?: 'unavailable' | 'nobody-found';
 }
 
-type Linked = IdentityRow & { suspended_at: string | Date | null };
-
 export async function checkDirectoryAccounts(deps: AccountDeps & { directories: Directories; log: Logger }, provider: UpstreamProvider): Promise<CheckResult> {
   const directory = deps.directories.of(provider);
-  const linked = (await deps.db('user_identities').where({ provider_id: provider.id }).orderBy('id').select('*')) as Linked[];
+  const linked = await identitiesOfProvider(deps.db, provider.id);
   const result: CheckResult = { provider: provider.slug, checked: linked.length, disabled: 0, enabled: 0 };
-  const verdicts: { identity: Linked; verdict: 'active' | 'not_found' | 'disabled' }[] = [];
+  const verdicts: { identity: IdentityRow; verdict: 'active' | 'not_found' | 'disabled' }[] = [];
   try {
     for (const identity of linked) {
       const entry = await directory.findBySubject(identity.subject);
@@ -63,11 +62,6 @@ export async function checkDirectoryAccounts(deps: AccountDeps & { directories: 
  * last checked `intervalS` ago or more), and then no other instance gets it before the interval.
  */
 export async function claimCheck(db: Knex, providerId: number, intervalS: number): Promise<boolean> {
-  const at = new Date();
-  const due = new Date(at.getTime() - intervalS * 1000).toISOString();
-  const claimed = await db('sign_in_providers')
-    .where({ id: providerId })
-    .where((q) => q.whereNull('checked_at').orWhere('checked_at', '<=', due))
-    .update({ checked_at: now() });
-  return claimed === 1;
+  const at = now();
+  return claimProviderCheck(db, providerId, new Date(Date.parse(at) - intervalS * 1000).toISOString(), at);
 }

@@ -3,6 +3,7 @@ import { Client, Filter, InvalidCredentialsError, SizeLimitExceededError, type E
 import { Pool } from 'tarn';
 import { DN_PLACEHOLDER, parseGroupMapping, USERNAME_PLACEHOLDER, type GroupMapping } from '../federation/ldap.js';
 import type { UpstreamProvider } from '../federation/upstream.js';
+import { toIso } from '../../time.js';
 
 /**
  * Talking to a directory over LDAP (ldapts): TLS always (ldaps://, or ldap:// upgraded with
@@ -376,7 +377,9 @@ export class Directories {
   private readonly open = new Map<number, { version: string; directory: Directory }>();
 
   of(provider: UpstreamProvider): Directory {
-    const version = `${String(provider.row.updated_at)}`;
+    // What the connections are made with: a saved change, however soon after the last, gets new ones.
+    const { row } = provider;
+    const version = JSON.stringify([row.settings, row.client_id, row.client_secret, toIso(row.updated_at)]);
     const current = this.open.get(provider.id);
     if (current && current.version === version) return current.directory;
     if (current) void current.directory.close();

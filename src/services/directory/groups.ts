@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../db/audit.js';
-import { countOwners, findGroupByPath, lockGroup } from '../../db/groups.js';
+import { countOwners, deleteMembership, findGroupByPath, insertMembership, lockGroup, lockManagedMembership, setRole } from '../../db/groups.js';
 import { isUniqueViolation } from '../../db/knex.js';
 import { now } from '../../time.js';
 import { MAPPING_ROLES, type GroupMapping, type MappingRole } from '../federation/ldap.js';
@@ -54,18 +54,18 @@ export async function applyGroupMapping(
       recordAudit(trx, { groupId: group.id, actorId: null, action, target: user.username, details: { ...details, via: 'directory', provider: directory.slug }, ip: null }, at);
     try {
       const change = await db.transaction(async (trx): Promise<MappingChange | undefined> => {
-        const row = (await trx('memberships').where({ group_id: group.id, user_id: user.id }).forUpdate().first('role', 'managed_by')) as { role: MappingRole; managed_by: number | null } | undefined;
-        const managed = row !== undefined && Number(row.managed_by) === directory.id;
+        const row = await lockManagedMembership(trx, group.id, user.id);
+        const managed = row !== undefined && row.managedBy === directory.id;
         const at = now();
         if (role && !row) {
-          await trx('memberships').insert({ group_id: group.id, user_id: user.id, role, created_at: at, managed_by: directory.id });
+          await insertMembership(trx, { groupId: group.id, userId: user.id, role, at, managedBy: directory.id });
           await audit(trx, 'member.add', { role }, at);
           return { group: path, change: 'added', role };
         }
         if (!managed || row.role === role) return undefined;
         await lockGroup(trx, group.id);
-        if (role) await trx('memberships').where({ group_id: group.id, user_id: user.id }).update({ role });
-        else await trx('memberships').where({ group_id: group.id, user_id: user.id }).delete();
+        if (role) await setRole(trx, group.id, user.id, role);
+        else await deleteMembership(trx, group.id, user.id);
         if ((await countOwners(trx, group.id)) === 0) throw new KeepLastOwner();
         await audit(trx, role ? 'member.role' : 'member.remove', role ? { from: row.role, to: role } : { from: row.role }, at);
         return { group: path, change: role ? 'role' : 'removed', role };

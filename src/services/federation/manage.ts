@@ -1,6 +1,7 @@
 import { domainToASCII } from 'node:url';
 import type { Knex } from 'knex';
 import { recordAudit, type AuditAction } from '../../db/audit.js';
+import { releaseManagedMemberships } from '../../db/groups.js';
 import {
   countAccountsOnlyThrough,
   countProviderIdentities,
@@ -419,7 +420,7 @@ export async function removeProvider(db: Knex, actor: Actor, row: SignInProvider
     const impact = await removalImpact(trx, row);
     if (!(await deleteSignInProvider(trx, row.id))) throw new NotFoundError('There is no such sign-in provider.');
     // Memberships a directory's group mapping gave stay, as memberships no provider manages.
-    await trx('memberships').where({ managed_by: row.id }).update({ managed_by: null });
+    await releaseManagedMemberships(trx, row.id);
     await recordProviderAudit(trx, actor, 'sign-in_provider.remove', row.slug, {
       kind: row.kind,
       name: row.name,
