@@ -11,7 +11,9 @@ import { noMetrics } from '../../src/metrics.js';
 import { createLogger } from '../../src/log.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
-import { makeGroup, makeUser } from '../helpers/factories.js';
+import { makeClient, makeGroup, makeUser } from '../helpers/factories.js';
+import { oauthTokens } from '../helpers/oauth.js';
+import { call } from '../helpers/api.js';
 import { withTwoFactor } from '../helpers/totp.js';
 import { ldapGroups, ldapPeople, startSlapd, type Slapd } from '../helpers/slapd.js';
 
@@ -135,6 +137,14 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
     // Given back, for the tests that follow.
     await slapd.modify(`dn: ${ldapGroups.developers.dn}\nchangetype: modify\nadd: member\nmember: ${ldapPeople.alice.dn}\n`);
     await slapd.modify(`dn: ${ldapGroups.admins.dn}\nchangetype: modify\nreplace: member\nmember: ${ldapPeople.alice.dn}\n`);
+  });
+
+  it('signs a directory person in within an application\'s authorization flow, whose token is theirs', async () => {
+    const client = await makeClient(idp.db);
+    const { accessToken } = await oauthTokens(idp.url, client, { username: 'alice', password: ldapPeople.alice.password }, 'openid groups:read-only');
+    const me = await call(idp, '/apis/v2/user', { token: accessToken });
+    expect(me.status, me.text).to.equal(200);
+    expect((me.body as { data: Record<string, unknown> }).data).to.include({ username: 'alice' });
   });
 
   it('never touches a membership a person gave', async () => {
