@@ -228,6 +228,11 @@ describeEachProfile('Admin → Sign-in providers: a directory (LDAP)', (profile)
     expect(fieldError(refused.text, 'user_filter')).to.equal(t('messages-admin:userFilterUnbalanced', { username: '{{username}}' }));
     expect(fieldError(refused.text, 'group_mapping')).to.equal(t('messages-admin:mappingGroupRequired', { line: 1 }));
     expect(fieldError(refused.text, 'client_secret')).to.equal(t('messages-admin:bindPasswordRequired'));
+    // The form in Japanese too, its hints and labels all translated.
+    const japanese = await signIn(new Browser(idp.url, { headers: { 'accept-language': 'ja' } }), admin);
+    const ja = await addForm(japanese);
+    expectIn(ja, 'ja');
+    expect(parseForm(ja.text, '/admin/providers').controls.find((c) => c.name === 'client_secret')?.label).to.equal(translator('ja')('admin:directoryLabels.client_secret'));
   });
 
   it('tests the connection: connected and the user search base found; a wrong search base or service password says so', async () => {
