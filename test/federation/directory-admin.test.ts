@@ -376,6 +376,11 @@ describeEachProfile('Admin → Sign-in providers: a directory (LDAP)', (profile)
       const res = await site.postForm(`/admin/providers/${row.slug}/${what}`, { username: 'alice' });
       expect(res.status, what).to.equal(403);
     }
+    // To anyone but a site administrator, they are addresses that do not exist.
+    const someone = await signIn(idp.url, await makeUser(idp.db));
+    for (const what of ['test-connection', 'test-user', 'check']) {
+      await someone.submit(`/admin/providers/${row.slug}/${what}`, { username: 'alice' }).expect(404);
+    }
   });
 
   it('shows the directory\'s answers in German and Japanese', async () => {
