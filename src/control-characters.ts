@@ -10,9 +10,11 @@ const ANY_CONTROL = /[\u0000-\u001f\u007f]/;
 const CONTROL_BUT_LINE_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /** Fields whose text may span lines. */
-// A description, and the page's text box of sign-out redirect URLs (one a line; each URL is then
-// checked by the URL rules, which refuse any control character left in it).
-const MULTI_LINE_FIELDS = new Set(['description', 'signOutRedirectURLs']);
+// A description, the page's text box of sign-out redirect URLs (one a line; each URL is then
+// checked by the URL rules, which refuse any control character left in it), and a directory
+// provider's CA certificate (PEM) and group mapping (one directory group a line, each checked by
+// services/federation/ldap.ts).
+const MULTI_LINE_FIELDS = new Set(['description', 'signOutRedirectURLs', 'ca_certificate', 'group_mapping']);
 
 /**
  * What a field refuses, in words, for a document that describes the field (the API's OpenAPI

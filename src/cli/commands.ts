@@ -46,6 +46,11 @@ export interface CommandResult {
   text: string;
   /** Something that did not work out while the command itself did (a mail not sent): one line on stderr. */
   warning?: string;
+  /**
+   * The exit status when the command ran but what it checked did not pass (a directory that
+   * cannot be used, a user it does not find): its report is printed all the same. 0 when unset.
+   */
+  exitCode?: number;
 }
 
 export interface Command extends FlagSpec {

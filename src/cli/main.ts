@@ -25,7 +25,7 @@ export function usage(): string {
     'Configuration comes from the environment (DATABASE_URL, …); the database is migrated first.',
     'Passwords are never taken from the command line:',
     `  printf '%s\\n' "$PASSWORD" | ${PROGRAM} user create --username alice --email alice@example.com --password-stdin`,
-    'Exit status: 0 done, 2 bad input or environment, 1 anything else.',
+    'Exit status: 0 done, 2 bad input or environment, 1 anything else (provider test and provider check: also when the directory fails the test).',
     '',
   ].join('\n');
 }
@@ -71,7 +71,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       command.run({ db, flags, applied, stdin: io.stdin, keysSecret: config.keysSecret, config }), config.databasePooling);
     io.stdout.write(`${flags.has('json') ? JSON.stringify(result.json) : result.text}\n`);
     if (result.warning) io.stderr.write(`idp: warning: ${result.warning}\n`);
-    return 0;
+    return result.exitCode ?? 0;
   } catch (err) {
     const { line, exitCode } = describeFailure(err);
     io.stderr.write(`idp: ${line}\n`);

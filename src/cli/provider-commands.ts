@@ -1,8 +1,19 @@
+import { readFileSync, statSync } from 'node:fs';
 import { keyCipher } from '../key-encryption.js';
 import { ConflictError, ValidationError } from '../errors.js';
+import { hasControlCharacter } from '../control-characters.js';
+import type { SignInProviderRow } from '../db/sign-in-providers.js';
+import { createLogger } from '../log.js';
+import { noMetrics } from '../metrics.js';
 import { presentSignInProvider } from '../presenters/sign-in-provider.js';
 import type { Actor } from '../services/context.js';
-import { kindOf } from '../services/federation/kinds.js';
+import type { CheckResult } from '../services/directory/check.js';
+import { fillFilter } from '../services/directory/connection.js';
+import { testConnection, testUser, type UserTest } from '../services/directory/probe.js';
+import { directoryKindOf, kindOf } from '../services/federation/kinds.js';
+import { USERNAME_PLACEHOLDER } from '../services/federation/ldap.js';
+import { openProvider } from '../services/federation/providers.js';
+import type { ProviderKind } from '../services/federation/upstream.js';
 import {
   availableKinds,
   callbackUrl,
@@ -16,22 +27,31 @@ import {
   type ProviderInput,
 } from '../services/federation/manage.js';
 import type { Command, CommandContext, CommandResult } from './commands.js';
-import { UsageError } from './errors.js';
+import { EXIT_FAULT, UsageError } from './errors.js';
 import type { Flags } from './flags.js';
 import { readFirstLine } from './stdin.js';
 
 /**
- * `idp provider add | list | update | disable | enable | remove`: sign-in providers from the
- * command line, through the same service as Admin → Sign-in providers. Each kind's own settings
- * (issuer URL, base URL, tenant) are flags of their own name, `--issuer`, whatever kinds this
- * build registers. The client secret is best piped on standard input (--client-secret-stdin):
- * a secret on the command line is visible to other users and kept in shell history.
+ * `idp provider add | list | update | disable | enable | remove | test | check`: sign-in
+ * providers from the command line, through the same service as Admin → Sign-in providers. Each
+ * kind's own settings (issuer URL, base URL, tenant, a directory's URL and search bases) are flags
+ * of their own name, `--issuer`, whatever kinds this build registers. The client secret (a
+ * directory's service account password) is best piped on standard input (--client-secret-stdin):
+ * a secret on the command line is visible to other users and kept in shell history. `test` and
+ * `check` ask a directory (LDAP) what its provider page's Test connection, Test a user and Check
+ * linked accounts now ask.
  */
 
 /** The CLI's changes are recorded in the audit trail with no user and `via: cli`. */
 const ADMIN: Actor = { userId: 0, ip: null, admin: true };
 
 const COMMON_STRINGS = ['slug', 'name', 'client-id', 'client-secret', 'scopes', 'allowed-domains', 'position'] as const;
+/** A directory's CA certificate read from a PEM file, instead of given whole as --ca-certificate. */
+const CA_FILE_FLAG = 'ca-certificate-file';
+/** The largest CA file read: a PEM bundle of several certificates, far more than the setting keeps. */
+const MAX_CA_FILE_BYTES = 1024 * 1024;
+/** The longest username `provider test --user` takes: the sign-in form's longest login. */
+const MAX_TEST_USERNAME = 254;
 const SWITCHES = ['allow-sign-up', 'trust-mfa'] as const;
 
 /** The service's field each common flag fills, so that an error names the flag typed. */
@@ -66,17 +86,35 @@ function switchFlag(flags: Flags, name: string): boolean | undefined {
   return flags.has(name) ? true : flags.has(`no-${name}`) ? false : undefined;
 }
 
+/** What the client secret is to a person, for a kind: a directory's is its service account's password. */
+const secretWords = (kind: ProviderKind | undefined) => (kind?.signIn === 'directory' ? "the service account's password" : 'the client secret');
+
 /** The client secret: from standard input (preferred) or --client-secret; undefined when neither. */
-async function clientSecret(ctx: CommandContext): Promise<string | undefined> {
+async function clientSecret(ctx: CommandContext, kind: ProviderKind | undefined): Promise<string | undefined> {
   const { flags } = ctx;
   const typed = flags.string('client-secret');
   if (flags.has('client-secret-stdin')) {
     if (typed !== undefined) throw new UsageError('--client-secret and --client-secret-stdin: give one of them (standard input is preferred)');
     const secret = await readFirstLine(ctx.stdin);
-    if (!secret.trim()) throw new UsageError('--client-secret-stdin: standard input is empty; pipe the client secret in');
+    if (!secret.trim()) throw new UsageError(`--client-secret-stdin: standard input is empty; pipe ${secretWords(kind)} in`);
     return secret;
   }
   return typed;
+}
+
+/** `--ca-certificate-file`: the PEM file's text as the kind's CA certificate; undefined when not given. */
+function caCertificateFile(ctx: CommandContext, kind: ProviderKind | undefined): string | undefined {
+  const path = ctx.flags.string(CA_FILE_FLAG);
+  if (path === undefined) return undefined;
+  if (ctx.flags.string('ca-certificate') !== undefined) throw new UsageError(`--ca-certificate and --${CA_FILE_FLAG}: give one of them`);
+  if (kind && !kind.settings.some((s) => s.name === 'ca_certificate')) throw new UsageError(`--${CA_FILE_FLAG}: ${kind.label} providers take no CA certificate`);
+  try {
+    if (statSync(path).size > MAX_CA_FILE_BYTES) throw new UsageError(`--${CA_FILE_FLAG}: ${path} is over ${MAX_CA_FILE_BYTES / 1024} KiB; give the PEM file of the CA certificate alone`);
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`--${CA_FILE_FLAG}: ${path} could not be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
 }
 
 /** What the flags say about a provider; a flag left out is left out of the input. */
@@ -93,12 +131,20 @@ async function inputOf(ctx: CommandContext, kindName: string | undefined): Promi
     }
     settings[setting?.name ?? flag] = value;
   }
+  const ca = caCertificateFile(ctx, kind);
+  if (ca !== undefined) settings.ca_certificate = ca;
+  if (kind?.signIn === 'directory') {
+    // A directory is asked for no scopes and has no second factor of its own: refused rather than ignored.
+    for (const flag of ['scopes', 'trust-mfa'] as const) {
+      if (flags.string(flag) !== undefined || flags.has(flag)) throw new UsageError(`--${flag}: a directory (${kind.label}) provider has ${flag === 'scopes' ? 'no scopes' : 'no two-factor of its own to trust'}`);
+    }
+  }
   return {
     kind: kindName,
     slug: flags.string('slug'),
     name: flags.string('name'),
     client_id: flags.string('client-id'),
-    client_secret: await clientSecret(ctx),
+    client_secret: await clientSecret(ctx, kind),
     scopes: flags.string('scopes'),
     settings,
     allow_sign_up: switchFlag(flags, 'allow-sign-up'),
@@ -109,33 +155,47 @@ async function inputOf(ctx: CommandContext, kindName: string | undefined): Promi
 }
 
 /** A service's refusal of fields, naming the flags typed: `--slug must be …; --issuer: …`. */
-function namingFlags(err: unknown, secretFlag: string): unknown {
+function namingFlags(err: unknown, secretFlag: string, caFromFile = false): unknown {
   if (!(err instanceof ValidationError || err instanceof ConflictError)) return err;
   const lines = err.problems.map((problem) => {
-    const flag = problem.field === 'client_secret' ? secretFlag : (FLAG_OF_FIELD[problem.field] ?? `--${flagOf(problem.field)}`);
+    const flag = problem.field === 'client_secret' ? secretFlag
+      : problem.field === 'ca_certificate' && caFromFile ? `--${CA_FILE_FLAG}`
+        : (FLAG_OF_FIELD[problem.field] ?? `--${flagOf(problem.field)}`);
     return problem.problem ? `${flag} ${problem.problem}` : `${flag}: ${problem.message}`;
   });
   return new UsageError(lines.join('; '));
 }
 
-/** A provider as the commands print it. */
+/** A provider as the commands print it; a directory has no callback URL (null). */
 function describe(ctx: CommandContext, row: Parameters<typeof presentSignInProvider>[0], identities = 0) {
   const provider = presentSignInProvider(row, identities);
-  return { ...provider, callbackURL: callbackUrl(ctx.config.issuer, provider.slug) };
+  return { ...provider, callbackURL: directoryKindOf(provider.kind) ? null : callbackUrl(ctx.config.issuer, provider.slug) };
 }
+
+/** One line of a summary: its label padded to one column. */
+const line = (label: string, value: string) => `${`${label}:`.padEnd(24)}${value}`;
 
 function summary(provider: ReturnType<typeof describe>): string[] {
   const kind = kindOf(provider.kind);
+  const directory = kind?.signIn === 'directory';
+  // A setting of several lines (a CA certificate, a group mapping) is shown under its label, indented.
+  const setting = (name: string, value: string) => {
+    const label = kind?.settings.find((s) => s.name === name)?.label ?? name;
+    if (!value.includes('\n')) return [line(label, value)];
+    if (name === 'ca_certificate') return [line(label, `${(value.match(/-----BEGIN CERTIFICATE-----/g) ?? []).length} PEM certificate(s)`)];
+    return [`${label}:`, ...value.split('\n').map((text) => `  ${text}`)];
+  };
   return [
-    `kind:                   ${kind?.label ?? provider.kind}`,
-    ...Object.entries(provider.settings).map(([name, value]) => `${`${kind?.settings.find((s) => s.name === name)?.label ?? name}:`.padEnd(24)}${value}`),
-    `client ID:              ${provider.clientId}`,
-    `scopes:                 ${provider.scopes.join(' ') || '(none)'}`,
-    `allow new accounts:     ${provider.allowSignUp ? 'on' : 'off'}`,
-    `allowed e-mail domains: ${provider.allowedDomains.join(' ') || 'any'}`,
-    `trust its two-factor:   ${provider.trustMfa ? 'on' : 'off'}`,
-    `status:                 ${provider.disabled ? 'disabled' : 'enabled'}`,
-    `callback URL:           ${provider.callbackURL}`,
+    line('kind', kind?.label ?? provider.kind),
+    ...Object.entries(provider.settings).flatMap(([name, value]) => setting(name, value)),
+    ...(directory
+      ? [line('service account DN', provider.clientId)]
+      : [line('client ID', provider.clientId), line('scopes', provider.scopes.join(' ') || '(none)')]),
+    line('allow new accounts', provider.allowSignUp ? 'on' : 'off'),
+    line('allowed e-mail domains', provider.allowedDomains.join(' ') || 'any'),
+    ...(directory ? [] : [line('trust its two-factor', provider.trustMfa ? 'on' : 'off')]),
+    line('status', provider.disabled ? 'disabled' : 'enabled'),
+    ...(provider.callbackURL ? [line('callback URL', provider.callbackURL)] : []),
   ];
 }
 
@@ -145,16 +205,24 @@ async function providerAdd(ctx: CommandContext): Promise<CommandResult> {
     const known = availableKinds().map((k) => k.kind);
     throw new UsageError(`--kind must be one of ${known.join(', ') || '(no kind is registered in this build)'}`);
   }
+  const kind = kindOf(kindName)!;
   const input = await inputOf(ctx, kindName);
   const secretFlag = ctx.flags.has('client-secret-stdin') ? '--client-secret-stdin' : '--client-secret';
-  if (input.client_secret === undefined) throw new UsageError('--client-secret-stdin is required: pipe the client secret on standard input (or, for scripts, --client-secret)');
+  if (input.client_secret === undefined) throw new UsageError(`--client-secret-stdin is required: pipe ${secretWords(kind)} on standard input (or, for scripts, --client-secret)`);
+  // A setting not given takes the kind's default, as the Add form shows it (a directory's user filter, attributes).
+  for (const setting of kind.settings) {
+    if (setting.defaultValue !== undefined && input.settings?.[setting.name] === undefined) input.settings = { ...input.settings, [setting.name]: setting.defaultValue };
+  }
   const row = await createProvider(manageDeps(ctx), ADMIN, input).catch((err: unknown) => {
-    throw namingFlags(err, secretFlag);
+    throw namingFlags(err, secretFlag, ctx.flags.string(CA_FILE_FLAG) !== undefined);
   });
   const provider = describe(ctx, row);
+  const after = kind.signIn === 'directory'
+    ? `Test it with: provider test ${provider.slug} --user <username>. The service account's password is stored and will not be shown again.`
+    : 'Register the callback URL with the provider. The client secret is stored and will not be shown again.';
   return {
     json: provider,
-    text: [`added sign-in provider ${provider.slug} ("${provider.name}")`, ...summary(provider), 'Register the callback URL with the provider. The client secret is stored and will not be shown again.'].join('\n'),
+    text: [`added sign-in provider ${provider.slug} ("${provider.name}")`, ...summary(provider), after].join('\n'),
   };
 }
 
@@ -165,7 +233,7 @@ async function providerUpdate(ctx: CommandContext): Promise<CommandResult> {
   const given = Object.entries(input).some(([field, value]) => field !== 'kind' && field !== 'settings' && value !== undefined) || Object.keys(input.settings ?? {}).length > 0;
   if (!given) throw new UsageError('nothing to change: give at least one flag to change (see --help)');
   const { row: saved, changed } = await updateProvider(manageDeps(ctx), ADMIN, row, { ...input, kind: undefined }).catch((err: unknown) => {
-    throw namingFlags(err, secretFlag);
+    throw namingFlags(err, secretFlag, ctx.flags.string(CA_FILE_FLAG) !== undefined);
   });
   const provider = describe(ctx, saved);
   return {
@@ -178,7 +246,7 @@ async function providerList(ctx: CommandContext): Promise<CommandResult> {
   const listed = (await listProviders(ctx.db)).map(({ row, identities }) => describe(ctx, row, identities));
   if (!listed.length) return { json: { providers: [] }, text: 'no sign-in provider yet (add one with: provider add --kind …)' };
   const header = ['SLUG', 'KIND', 'NAME', 'STATUS', 'IDENTITIES', 'CALLBACK URL'];
-  const rows = listed.map((p) => [p.slug, p.kind, p.name, p.disabled ? 'disabled' : 'enabled', String(p.identities), p.callbackURL]);
+  const rows = listed.map((p) => [p.slug, p.kind, p.name, p.disabled ? 'disabled' : 'enabled', String(p.identities), p.callbackURL ?? '-']);
   const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ');
   return { json: { providers: listed }, text: [line(header), ...rows.map(line)].join('\n') };
@@ -210,11 +278,94 @@ async function providerRemove(ctx: CommandContext): Promise<CommandResult> {
   };
 }
 
+/** The directory provider a `test` or `check` names; a provider of another kind has nothing to ask. */
+async function directoryProvider(ctx: CommandContext): Promise<SignInProviderRow> {
+  const row = await requireProvider(ctx.db, ctx.flags.argument());
+  if (!directoryKindOf(row.kind)) throw new UsageError(`${row.slug} is not a directory (LDAP) provider (its kind: ${kindOf(row.kind)?.label ?? row.kind}): only directories can be tested or checked`);
+  return row;
+}
+
+/** What `provider test --user` found, as lines for a person. */
+function userLines(test: Extract<UserTest, { found: true }>): string[] {
+  return [
+    line('DN', test.dn),
+    line('unique ID', test.subject || '(none: a sign-in would be refused; check --id-attribute)'),
+    line('username', test.username || '(none)'),
+    line('e-mail', test.email || '(none: no account can be made at a first sign-in)'),
+    line('name', test.name || '(none)'),
+    line('disabled', test.disabled ? `yes (${test.disabled}): a sign-in would be refused` : 'no'),
+    ...(test.groups.length ? ['directory groups:', ...test.groups.map((group) => `  ${group}`)] : [line('directory groups', '(none)')]),
+    ...(test.mapped.length ? ['group mapping:', ...test.mapped.map(({ group, role }) => `  ${group}: ${role ?? 'not a member'}`)] : []),
+  ];
+}
+
+async function providerTest(ctx: CommandContext): Promise<CommandResult> {
+  const row = await directoryProvider(ctx);
+  const provider = openProvider(row, manageDeps(ctx).cipher);
+  const typed = ctx.flags.string('user');
+  if (typed === undefined) {
+    const result = await testConnection(provider);
+    if (!result.ok) return { json: { slug: row.slug, connection: result }, text: `${row.slug}: the directory could not be used (${result.reason}): ${result.message}`, exitCode: EXIT_FAULT };
+    const base = provider.settings.user_base ?? '';
+    return {
+      json: { slug: row.slug, connection: result },
+      text: result.userBaseFound
+        ? `${row.slug}: connected to ${provider.settings.url} as ${provider.clientId}; the user search base ${base} was found`
+        : `${row.slug}: connected to ${provider.settings.url} as ${provider.clientId}, but the user search base ${base} was not found: check it, and that the service account may read it`,
+      // A base that is not there finds nobody: as failed a test as a directory that does not answer.
+      exitCode: result.userBaseFound ? 0 : EXIT_FAULT,
+    };
+  }
+  const username = typed.trim();
+  if (!username) throw new UsageError('--user: a username is required, as people type it on the sign-in page');
+  if (username.length > MAX_TEST_USERNAME) throw new UsageError(`--user must be at most ${MAX_TEST_USERNAME} characters`);
+  if (hasControlCharacter(username)) throw new UsageError('--user must not contain control characters');
+  const result = await testUser(provider, username);
+  // The filter as it was sent: the typed username in it, escaped as a sign-in escapes it.
+  const filter = fillFilter(result.ok ? result.filter : (provider.settings.user_filter ?? ''), USERNAME_PLACEHOLDER, username);
+  const json = { slug: row.slug, username, filter, user: result };
+  if (!result.ok) return { json, text: `${row.slug}: the directory could not be used (${result.reason}): ${result.message}`, exitCode: EXIT_FAULT };
+  if (!result.found) {
+    return {
+      json,
+      text: `${row.slug}: nobody found for ${JSON.stringify(username)}: the user filter ${filter} under ${provider.settings.user_base ?? ''} finds nobody, or more than one person (who then cannot sign in)`,
+      exitCode: EXIT_FAULT,
+    };
+  }
+  return { json, text: [`${row.slug}: found ${JSON.stringify(username)}; a sign-in would read:`, ...userLines(result), line('filter sent', filter)].join('\n') };
+}
+
+async function providerCheck(ctx: CommandContext): Promise<CommandResult> {
+  const row = await directoryProvider(ctx);
+  const cipher = manageDeps(ctx).cipher;
+  const provider = openProvider(row, cipher);
+  // Loaded here only, as for user disable: oidc-provider is heavy. It revokes what a disabled account held.
+  const [{ withProvider }, { DirectorySignIn }] = await Promise.all([import('./provider.js'), import('../services/directory/sign-in.js')]);
+  // Silent: stdout is for the result, which says what the log would.
+  const result: CheckResult = await withProvider(ctx.config, ctx.db, async (oidc) => {
+    const directories = new DirectorySignIn({ db: ctx.db, cipher, provider: oidc, metrics: noMetrics, log: createLogger('silent') });
+    try {
+      return await directories.checkAccounts(provider);
+    } finally {
+      await directories.close();
+    }
+  });
+  const counts = `checked ${result.checked} linked account(s): ${result.disabled} disabled, ${result.enabled} enabled again`;
+  if (result.skipped) {
+    const why = result.skipped === 'unavailable'
+      ? 'the directory could not be asked (see provider test)'
+      : 'the directory found none of its linked people, far likelier a wrong search base or user filter than everyone leaving';
+    return { json: result, text: `${row.slug}: nothing changed: ${why}`, exitCode: EXIT_FAULT };
+  }
+  return { json: result, text: `${row.slug}: ${counts}` };
+}
+
 const SETTINGS_USAGE = '[--<setting> V]…';
 
 /** Each registered kind's settings as flags, for the help: `oidc: --issuer (required)`. */
 function kindSettingsHelp(): string {
-  const kinds = availableKinds().map((kind) => `${kind.kind}: ${kind.settings.map((s) => `--${flagOf(s.name)}${s.required ? ' (required)' : ''}`).join(', ') || 'no settings'}`);
+  const said = (s: ProviderKind['settings'][number]) => (s.defaultValue !== undefined ? ` (default ${s.defaultValue})` : s.required ? ' (required)' : '');
+  const kinds = availableKinds().map((kind) => `${kind.kind}: ${kind.settings.map((s) => `--${flagOf(s.name)}${said(s)}`).join(', ') || 'no settings'}`);
   return kinds.length ? ` Settings by --kind: ${kinds.join('; ')}.` : ' No kind is registered in this build.';
 }
 
@@ -222,12 +373,12 @@ function kindSettingsHelp(): string {
 export const providerCommands: Command[] = [
   {
     name: 'provider add',
-    usage: `--kind K --slug S --name N --client-id ID (--client-secret-stdin | --client-secret SECRET) ${SETTINGS_USAGE} [--scopes "a b"] [--allow-sign-up] [--allowed-domains "example.com …"] [--trust-mfa] [--position P]`,
+    usage: `--kind K --slug S --name N --client-id ID (--client-secret-stdin | --client-secret SECRET) ${SETTINGS_USAGE} [--ca-certificate-file PEM] [--scopes "a b"] [--allow-sign-up] [--allowed-domains "example.com …"] [--trust-mfa] [--position P]`,
     get summary() {
-      return `Add a sign-in provider ("Continue with N" on the sign-in pages). Pipe the client secret on standard input with --client-secret-stdin; --client-secret puts it on the command line, where other users and shell history see it. Prints the callback URL to register with the provider.${kindSettingsHelp()}`;
+      return `Add a sign-in provider ("Continue with N" on the sign-in pages). Pipe the client secret on standard input with --client-secret-stdin; --client-secret puts it on the command line, where other users and shell history see it. Prints the callback URL to register with the provider. For --kind ldap (a directory: LDAP, Active Directory), --client-id is the service account's DN and --client-secret-stdin its password; there is no callback URL, scopes or --trust-mfa, a setting left out takes its default, and --ca-certificate-file reads the CA certificate from a PEM file.${kindSettingsHelp()}`;
     },
     get strings() {
-      return ['kind', ...COMMON_STRINGS, ...settingFlags()];
+      return ['kind', ...COMMON_STRINGS, ...settingFlags(), CA_FILE_FLAG];
     },
     booleans: ['client-secret-stdin', ...SWITCHES, ...SWITCHES.map((s) => `no-${s}`)],
     run: providerAdd,
@@ -241,10 +392,10 @@ export const providerCommands: Command[] = [
   },
   {
     name: 'provider update',
-    usage: `<slug> [--slug NEW] [--name N] [--client-id ID] [--client-secret-stdin | --client-secret SECRET] ${SETTINGS_USAGE} [--scopes "a b"] [--allow-sign-up | --no-allow-sign-up] [--allowed-domains D] [--trust-mfa | --no-trust-mfa] [--position P]`,
-    summary: 'Change a sign-in provider; a setting not named stays as it is (the client secret too). --allowed-domains "" allows any domain; --scopes "" restores the kind\'s default scopes. A new --slug changes the callback URL.',
+    usage: `<slug> [--slug NEW] [--name N] [--client-id ID] [--client-secret-stdin | --client-secret SECRET] ${SETTINGS_USAGE} [--ca-certificate-file PEM] [--scopes "a b"] [--allow-sign-up | --no-allow-sign-up] [--allowed-domains D] [--trust-mfa | --no-trust-mfa] [--position P]`,
+    summary: 'Change a sign-in provider; a setting not named stays as it is (the client secret too: for a directory, the service account\'s password). --allowed-domains "" allows any domain; --scopes "" restores the kind\'s default scopes. A new --slug changes the callback URL.',
     get strings() {
-      return [...COMMON_STRINGS, ...settingFlags()];
+      return [...COMMON_STRINGS, ...settingFlags(), CA_FILE_FLAG];
     },
     booleans: ['client-secret-stdin', ...SWITCHES, ...SWITCHES.map((s) => `no-${s}`)],
     argument: 'slug',
@@ -273,5 +424,21 @@ export const providerCommands: Command[] = [
     strings: [],
     argument: 'slug',
     run: providerRemove,
+  },
+  {
+    name: 'provider test',
+    usage: '<slug> [--user USERNAME]',
+    summary: 'Ask a directory (LDAP) provider, with its settings as saved: without --user, whether it connects (TLS, the service account\'s DN and password) and finds the user search base; with --user, what a sign-in would read of that person (DN, unique ID, e-mail, name, whether disabled, groups, what the group mapping gives), without their password. Exits 1 when the directory cannot be used, the search base is not found or nobody is found.',
+    strings: ['user'],
+    argument: 'slug',
+    run: providerTest,
+  },
+  {
+    name: 'provider check',
+    usage: '<slug>',
+    summary: 'Check a directory (LDAP) provider\'s linked accounts now, as the service does every DIRECTORY_CHECK_INTERVAL_S: an account whose person the directory no longer finds, or marks disabled, is disabled (signed out everywhere, grants and tokens revoked), one found active again is enabled. Run it with the service\'s environment (DATABASE_URL, KEYS_SECRET, REDIS_URL). Exits 1, changing nothing, when the directory cannot be asked or finds none of its linked people.',
+    strings: [],
+    argument: 'slug',
+    run: providerCheck,
   },
 ];

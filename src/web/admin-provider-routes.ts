@@ -1,7 +1,12 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { hasControlCharacter } from '../control-characters.js';
 import type { SignInProviderRow } from '../db/sign-in-providers.js';
+import { AppError, NotFoundError } from '../errors.js';
 import { presentSignInProvider } from '../presenters/sign-in-provider.js';
+import type { CheckResult } from '../services/directory/check.js';
+import { fillFilter } from '../services/directory/connection.js';
+import { testConnection, testUser, type ConnectionTest, type UserTest } from '../services/directory/probe.js';
 import {
   availableKinds,
   callbackUrl,
@@ -14,17 +19,21 @@ import {
   updateProvider,
   type ProviderInput,
 } from '../services/federation/manage.js';
-import { kindOf } from '../services/federation/kinds.js';
+import { directoryKindOf, kindOf } from '../services/federation/kinds.js';
+import { USERNAME_PLACEHOLDER } from '../services/federation/ldap.js';
+import { openProvider } from '../services/federation/providers.js';
 import type { ProviderKind } from '../services/federation/upstream.js';
 import { actorOf, formFields, type WebDeps } from './context.js';
 import { formErrors, formStatus } from './form-errors.js';
 import { render } from './render.js';
-import { RESOURCES, pageT, translator, type Translate } from '../i18n.js';
+import { RESOURCES, pageLanguage, pageT, translateMessage, translator, type Translate } from '../i18n.js';
 
 /**
  * Admin → Sign-in providers: the list, Add (the kind first, then its fields), a provider's page
  * with its callback URL, Edit, Disable/Enable and Remove (after a page that says what goes with
- * it). Registered on the Admin area's router, so that only site administrators reach it.
+ * it). A directory's (LDAP) page has no callback URL but Test connection, Test a user and Check
+ * linked accounts now, each showing what the directory answered on the page again. Registered on
+ * the Admin area's router, so that only site administrators reach it.
  */
 
 const BASE = '/admin/providers';
@@ -35,10 +44,18 @@ const FIELDS = ['kind', 'name', 'slug', 'client_id', 'client_secret', 'scopes', 
 /** The notices of the providers' pages after an action (`?notice=`), their words in admin.json's `providerNotices`. */
 const NOTICES: ReadonlySet<string> = new Set(['added', 'saved', 'unchanged', 'disabled', 'enabled', 'already-disabled', 'already-enabled', 'removed']);
 
-const notice = (ctx: Context, t: Translate): string | null => {
+/** A notice in the page's words; a directory's "added" has no callback URL to register. */
+const notice = (ctx: Context, t: Translate, directory = false): string | null => {
   const key = firstValue(ctx.query.notice);
-  return NOTICES.has(key) ? t(`admin:providerNotices.${key}`) : null;
+  if (!NOTICES.has(key)) return null;
+  return t(`admin:providerNotices.${directory && key === 'added' ? 'addedDirectory' : key}`);
 };
+
+/** The longest username Test a user takes: the sign-in form's longest login. */
+const MAX_TEST_USERNAME = 254;
+
+/** A multi-line setting's box (a CA certificate, a group mapping): as long as the longest value the kind takes. */
+const MULTILINE_MAX = 20_000;
 
 /**
  * A kind's setting in the page's words: its label and hint from admin.json's `kinds` when it has
@@ -59,6 +76,8 @@ const firstValue = (value: string | string[] | undefined): string => (Array.isAr
 function labelsOf(kind: ProviderKind | undefined, t: Translate = translator('en')): Record<string, string> {
   return {
     ...Object.fromEntries(FIELDS.map((field) => [field, t(`admin:labels.${field}`)])),
+    // A directory's client ID and secret are its service account's DN and password.
+    ...(kind?.signIn === 'directory' ? { client_id: t('admin:directoryLabels.client_id'), client_secret: t('admin:directoryLabels.client_secret') } : {}),
     ...Object.fromEntries((kind?.settings ?? []).map((s) => [s.name, settingWords(t, kind!.kind, s).label])),
   };
 }
@@ -106,9 +125,42 @@ function kindChoice(kind: ProviderKind, t: Translate = translator('en')) {
   return {
     kind: kind.kind,
     label: kind.label,
+    directory: kind.signIn === 'directory',
     defaultScopes: kind.defaultScopes.join(' '),
-    settings: kind.settings.map((s) => ({ name: s.name, ...settingWords(t, kind.kind, s), required: s.required })),
+    settings: kind.settings.map((s) => ({ name: s.name, ...settingWords(t, kind.kind, s), required: s.required, multiline: Boolean(s.multiline), maxlength: s.multiline ? MULTILINE_MAX : undefined })),
   };
+}
+
+/** The Add form's first values: each setting's default, and for a directory, new accounts allowed (its people are the site's). */
+function newValues(kind: ProviderKind): Record<string, string | boolean> {
+  return {
+    allow_sign_up: kind.signIn === 'directory',
+    trust_mfa: false,
+    ...Object.fromEntries(kind.settings.filter((s) => s.defaultValue !== undefined).map((s) => [s.name, s.defaultValue!])),
+  };
+}
+
+/** A typed username for Test a user, or the reason it is not one, in the page's words. */
+function testUsername(typed: string | undefined, t: Translate): { username: string } | { error: string } {
+  const username = (typed ?? '').trim();
+  if (!username) return { error: t('admin:directory.usernameRequired') };
+  if (username.length > MAX_TEST_USERNAME) return { error: t('admin:directory.usernameTooLong', { max: MAX_TEST_USERNAME }) };
+  if (hasControlCharacter(username)) return { error: t('admin:directory.usernameControl') };
+  return { username };
+}
+
+/** What the directory answered, for the provider's page: a failure's message in the page's language. */
+function inPageWords<T extends ConnectionTest | UserTest>(ctx: Context, result: T): T {
+  return result.ok ? result : { ...result, message: translateMessage(result.message, pageLanguage(ctx)) };
+}
+
+/** What the provider's page shows after one of a directory's tests or its check. */
+interface DirectoryResults {
+  connection?: ConnectionTest;
+  user?: { username: string; filter: string; base: string; result: UserTest };
+  check?: CheckResult;
+  values?: Record<string, string>;
+  errors?: Record<string, string>;
 }
 
 export function adminProviderRoutes(router: Router, deps: WebDeps): void {
@@ -124,6 +176,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
       title: editing ? t('admin:titles.edit', { name: editing.name }) : t('admin:titles.add', { kind: kind.label }),
       tab: 'providers',
       kind: kindChoice(kind, t),
+      directory: kind.signIn === 'directory',
       provider: editing ? presentSignInProvider(editing, 0) : null,
       action: editing ? `${providerUrl(editing.slug)}/edit` : BASE,
       callbackBase: callbackUrl(deps.config.issuer, ''),
@@ -151,7 +204,7 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
       render(ctx, 'admin/provider-kind', { title: pageT(ctx)('admin:titles.chooseKind'), tab: 'providers', kinds: availableKinds().map((kind) => kindChoice(kind)) });
       return;
     }
-    renderForm(ctx, kind, { values: { allow_sign_up: false, trust_mfa: false } });
+    renderForm(ctx, kind, { values: newValues(kind) });
   });
 
   router.post('/providers', async (ctx) => {
@@ -173,18 +226,70 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
     }
   });
 
-  router.get('/providers/:slug', async (ctx) => {
+  /** A directory provider by slug; 404 for a provider of another kind, which has nothing to test. */
+  async function directoryTarget(ctx: Context): Promise<SignInProviderRow> {
     const row = await target(ctx);
+    if (!directoryKindOf(row.kind)) throw new NotFoundError('Only a directory (LDAP) provider can be tested.');
+    return row;
+  }
+
+  /** The provider's page; after a directory's test or check, with what it answered. */
+  async function renderProvider(ctx: Context, row: SignInProviderRow, results: DirectoryResults = {}, status = 200) {
     const impact = await removalImpact(db, row);
     const t = pageT(ctx);
+    const kind = kindOf(row.kind);
+    const directory = kind?.signIn === 'directory';
+    const provider = presentSignInProvider(row, impact.identities);
     render(ctx, 'admin/provider', {
       title: t('admin:titles.provider', { name: row.name }),
       tab: 'providers',
-      provider: { ...presentSignInProvider(row, impact.identities), kindLabel: kindOf(row.kind)?.label ?? row.kind },
-      settings: (kindOf(row.kind)?.settings ?? []).map((s) => ({ label: settingWords(t, row.kind, s).label, value: presentSignInProvider(row, 0).settings[s.name] ?? '' })),
-      callback: callbackUrl(deps.config.issuer, row.slug),
-      flash: notice(ctx, t),
+      provider: { ...provider, kindLabel: kind?.label ?? row.kind },
+      directory,
+      settings: (kind?.settings ?? []).map((s) => ({ name: s.name, label: settingWords(t, row.kind, s).label, value: provider.settings[s.name] ?? '', multiline: Boolean(s.multiline) })),
+      // A directory is asked by this service: nothing comes back to a callback URL.
+      callback: directory ? null : callbackUrl(deps.config.issuer, row.slug),
+      flash: notice(ctx, t, directory),
+      connection: results.connection ? inPageWords(ctx, results.connection) : null,
+      userTest: results.user ? { ...results.user, result: inPageWords(ctx, results.user.result) } : null,
+      check: results.check ?? null,
+      values: results.values ?? {},
+      errors: results.errors ?? {},
+      labels: { username: t('admin:directory.username') },
+    }, status);
+  }
+
+  router.get('/providers/:slug', async (ctx) => {
+    await renderProvider(ctx, await target(ctx));
+  });
+
+  // A directory's tests and check: each asks the directory with the provider as saved, and shows the answer on its page.
+  router.post('/providers/:slug/test-connection', async (ctx) => {
+    const row = await directoryTarget(ctx);
+    await renderProvider(ctx, row, { connection: await testConnection(openProvider(row, deps.cipher)) });
+  });
+
+  router.post('/providers/:slug/test-user', async (ctx) => {
+    const row = await directoryTarget(ctx);
+    const typed = formFields(ctx).username;
+    const checked = testUsername(typed, pageT(ctx));
+    if ('error' in checked) {
+      await renderProvider(ctx, row, { values: { username: typed ?? '' }, errors: { username: checked.error } }, 400);
+      return;
+    }
+    const provider = openProvider(row, deps.cipher);
+    const result = await testUser(provider, checked.username);
+    // The filter as it was sent: the typed username in it, escaped as a sign-in escapes it.
+    const filter = fillFilter(result.ok ? result.filter : (provider.settings.user_filter ?? ''), USERNAME_PLACEHOLDER, checked.username);
+    await renderProvider(ctx, row, {
+      user: { username: checked.username, filter, base: provider.settings.user_base ?? '', result },
+      values: { username: checked.username },
     });
+  });
+
+  router.post('/providers/:slug/check', async (ctx) => {
+    const row = await directoryTarget(ctx);
+    if (!deps.directories) throw new AppError(503, 'unavailable', 'Directories are not checked on this instance.');
+    await renderProvider(ctx, row, { check: await deps.directories.checkAccounts(openProvider(row, deps.cipher)) });
   });
 
   router.get('/providers/:slug/edit', async (ctx) => {

@@ -6,6 +6,7 @@ import { unescapeHtml } from '../helpers/html.js';
 import { expectNoEnglish, textOf } from '../helpers/i18n-pages.js';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { addMember } from '../../src/services/groups.js';
+import { createProvider } from '../../src/services/federation/manage.js';
 import { createResource } from '../../src/services/resources/manage.js';
 import { createWebhook } from '../../src/services/webhooks/manage.js';
 import { LANGUAGES, type Language } from '../../src/i18n.js';
@@ -36,6 +37,15 @@ describe('Every page reached by links, in the reader\'s language', function () {
     await addMember(idp.db, access, { user: (await makeUser(idp.db)).username, role: 'member' });
     // A resource, for its page: its credentials, its metadata and its form with scope rows.
     await createResource({ db: idp.db, issuer: idp.url }, access, { identifier: 'https://screens.example.test/mcp', name: 'Screens API', scopes: [{ name: 'screens:read', description: 'See the screens' }] });
+    // A directory (LDAP), for its provider page and its form with text areas (nothing here asks it).
+    await createProvider({ db: idp.db, cipher: undefined }, { userId: 0, ip: null, admin: true }, {
+      kind: 'ldap',
+      slug: 'corp-directory',
+      name: 'Corp Directory',
+      client_id: 'cn=idp-service,dc=example,dc=org',
+      client_secret: 'a service password',
+      settings: { url: 'ldaps://127.0.0.1:9', user_base: 'ou=people,dc=example,dc=org', user_filter: '(uid={{username}})', username_attribute: 'uid', email_attribute: 'mail', name_attribute: 'cn', id_attribute: 'entryUUID', group_mapping: 'cn=developers,ou=groups,dc=example,dc=org = screens member' },
+    });
   });
 
   /** The site's own links of a page (no script, style, API or sign-out). */
@@ -86,7 +96,7 @@ describe('Every page reached by links, in the reader\'s language', function () {
       const { read, problems } = await crawl(browser, ['/groups', '/account/settings/profile', '/admin/users'], lang);
       // The crawl got round: the areas' pages, not only the seeds.
       expect(read.length, read.join(" ")).to.be.greaterThan(25);
-      for (const page of [/^\/admin\/users\/\d+$/, /^\/admin\/client-registration$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/new$/, /^\/account\/settings\/tokens$/]) {
+      for (const page of [/^\/admin\/users\/\d+$/, /^\/admin\/client-registration$/, /^\/admin\/providers\/corp-directory$/, /^\/admin\/providers\/corp-directory\/edit$/, /^\/groups\/[^/]+\/settings\/developer\/apps\/[^/]+$/, /^\/groups\/[^/]+\/settings\/webhooks\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/\d+$/, /^\/groups\/[^/]+\/settings\/resources\/new$/, /^\/account\/settings\/tokens$/]) {
         expect(read.some((path) => page.test(path)), `${page} among ${read.join(' ')}`).to.equal(true);
       }
       expect(problems, problems.join('\n')).to.deep.equal([]);

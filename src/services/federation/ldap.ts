@@ -121,7 +121,7 @@ const setting = (name: string, label: string, hint: string, required: boolean, p
 
 export const ldapDirectory: DirectoryKind = {
   kind: 'ldap',
-  label: 'LDAP directory',
+  label: 'LDAP / Active Directory',
   signIn: 'directory',
   defaultScopes: [],
   settings: [

@@ -60,7 +60,7 @@ export interface KindSetting {
 export interface ProviderKind {
   /** As stored: `oidc`, `github`, `gitlab`, `google`, `microsoft`, `ldap`. */
   kind: string;
-  /** For people: "OpenID Connect", "GitHub", "LDAP directory". */
+  /** For people: "OpenID Connect", "GitHub", "LDAP / Active Directory". */
   label: string;
   settings: KindSetting[];
   /** The scopes asked for when the administrator names none (none for a directory). */
