@@ -250,6 +250,11 @@ export async function setRole(db: Knex, groupId: number, userId: number, role: R
   await db('memberships').where({ group_id: groupId, user_id: userId }).update({ role });
 }
 
+/** A role a person gave: the membership is theirs from then on, no longer a directory's to change. */
+export async function setRoleByHand(db: Knex, groupId: number, userId: number, role: Role): Promise<void> {
+  await db('memberships').where({ group_id: groupId, user_id: userId }).update({ role, managed_by: null });
+}
+
 export async function deleteMembership(db: Knex, groupId: number, userId: number): Promise<void> {
   await db('memberships').where({ group_id: groupId, user_id: userId }).delete();
 }

@@ -339,7 +339,7 @@ async function changeMembership(
     // The role they already have: nothing changes, so nothing is recorded.
     if ('role' in change && change.role === currentRole) return;
     await groups.lockGroup(trx, groupId);
-    if ('role' in change) await groups.setRole(trx, groupId, userId, change.role);
+    if ('role' in change) await groups.setRoleByHand(trx, groupId, userId, change.role);
     else await groups.deleteMembership(trx, groupId, userId);
     if ((await groups.countOwners(trx, groupId)) === 0) {
       throw new ConflictError('role', leaving ? LAST_OWNER_LEAVING : 'a group must keep at least one owner');

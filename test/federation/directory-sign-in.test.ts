@@ -11,7 +11,8 @@ import { noMetrics } from '../../src/metrics.js';
 import { createLogger } from '../../src/log.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { Browser, type Page } from '../helpers/browser.js';
-import { makeClient, makeGroup, makeUser } from '../helpers/factories.js';
+import { groupAccess, makeClient, makeGroup, makeUser } from '../helpers/factories.js';
+import { changeRole } from '../../src/services/groups.js';
 import { oauthTokens } from '../helpers/oauth.js';
 import { call } from '../helpers/api.js';
 import { withTwoFactor } from '../helpers/totp.js';
@@ -31,6 +32,7 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
   const idp = useIdp(profile, { RATE_LIMIT_SIGNIN_ACCOUNT_IP: '8/15m', METRICS_PORT: '0' });
   let slapd: Slapd;
   let platform: { id: number; path: string };
+  let owner: { id: number };
   let providerSlug: string;
   // Each browser comes from an address of its own: the sign-in limits count failures per address.
   let addresses = 1;
@@ -42,7 +44,7 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
   before(async function () {
     this.timeout(30_000);
     slapd = await startSlapd();
-    const owner = await makeUser(idp.db);
+    owner = await makeUser(idp.db);
     platform = await makeGroup(idp.db, owner.id, { path: `platform-${profile.replace(/\W/g, '')}` });
     const row = await createProvider({ db: idp.db, cipher: undefined }, ADMIN, {
       kind: 'ldap',
@@ -150,8 +152,8 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
   it('never touches a membership a person gave', async () => {
     const bob = await signedIn('bob', ldapPeople.bob.password).then(() => findUserByUsername(idp.db, 'bob'));
     expect(await roleIn('bob')).to.equal('member');
-    // An owner makes bob an owner by hand: the membership is no longer the directory's to change.
-    await idp.db('memberships').where({ group_id: platform.id, user_id: bob!.id }).update({ role: 'owner', managed_by: null });
+    // An owner makes bob an owner on the group's page: the membership is no longer the directory's to change.
+    await changeRole(idp.db, await groupAccess(idp.db, owner.id, platform.id), bob!.id, 'owner');
     await slapd.modify(`dn: ${ldapGroups.developers.dn}\nchangetype: modify\ndelete: member\nmember: ${ldapPeople.bob.dn}\n`);
     await signedIn('bob', ldapPeople.bob.password);
     expect(await roleIn('bob')).to.equal('owner');
