@@ -8,6 +8,7 @@
  *   npx tsx docs/screenshots/take-directory.ts
  */
 import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { fileURLToPath } from 'node:url';
 import { setSiteAdmin } from '../../src/services/admin.js';
 import { createProvider } from '../../src/services/federation/manage.js';
@@ -44,7 +45,7 @@ takeScreenshots(async (idp, chromium) => {
 
     const files: string[] = [];
     for (const { suffix, viewport } of SIZES) {
-      const shot = async (page: import('playwright-core').Page, name: string) => {
+      const shot = async (page: Page, name: string) => {
         await page.screenshot({ path: join(OUT, `${name}${suffix}.png`), fullPage: true });
         files.push(`${name}${suffix}.png`);
       };
