@@ -3,7 +3,7 @@ import { setSiteAdmin } from '../../src/services/admin.js';
 import { createProvider } from '../../src/services/federation/manage.js';
 import { describeEachProfile, useIdp } from '../helpers/app.js';
 import { makeGroup, makeUser } from '../helpers/factories.js';
-import { startSlapd, type Slapd } from '../helpers/slapd.js';
+import { directorySettings, startSlapd, type Slapd } from '../helpers/slapd.js';
 import { signInThroughPage, useChromium } from './support.js';
 
 const PHONE = { width: 390, height: 844 };
@@ -42,19 +42,7 @@ describeEachProfile('A directory\'s provider page in a real browser', function (
       name: 'Corp Directory',
       client_id: slapd.serviceDn,
       client_secret: slapd.servicePassword,
-      settings: {
-        url: slapd.ldapsUrl,
-        ca_certificate: slapd.caPem,
-        user_base: `ou=people,${slapd.baseDn}`,
-        user_filter: '(&(objectClass=inetOrgPerson)(|(uid={{username}})(mail={{username}})))',
-        username_attribute: 'uid',
-        email_attribute: 'mail',
-        name_attribute: 'cn',
-        id_attribute: 'entryUUID',
-        group_base: `ou=groups,${slapd.baseDn}`,
-        group_filter: '(member={{dn}})',
-        group_mapping: `${groupDn} = ${group.path} maintainer`,
-      },
+      settings: directorySettings(slapd, `${groupDn} = ${group.path} maintainer`, { user_filter: '(&(objectClass=inetOrgPerson)(|(uid={{username}})(mail={{username}})))' }),
     });
 
     const page = await chromium.newPage({ viewport: PHONE, deviceScaleFactor: 1 });

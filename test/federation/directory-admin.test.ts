@@ -13,7 +13,7 @@ import { Browser, signIn, type Page } from '../helpers/browser.js';
 import { makeGroup, makeUser, type TestUser } from '../helpers/factories.js';
 import { errorMessage, fieldError, fillForm, formOf, parseForm, unescapeHtml } from '../helpers/html.js';
 import { expectIn } from '../helpers/i18n-pages.js';
-import { ldapGroups, ldapPeople, startSlapd, type Slapd } from '../helpers/slapd.js';
+import { directorySettings, ldapGroups, ldapPeople, startSlapd, type Slapd } from '../helpers/slapd.js';
 
 /**
  * Admin → Sign-in providers for a directory (LDAP / Active Directory), against a real OpenLDAP
@@ -61,20 +61,8 @@ describeEachProfile('Admin → Sign-in providers: a directory (LDAP)', (profile)
   });
 
   /** A directory provider as the tests' slapd wants it, `overrides` changed. */
-  const settingsOf = (overrides: Record<string, string> = {}) => ({
-    url: slapd.ldapsUrl,
-    ca_certificate: slapd.caPem,
-    user_base: `ou=people,${slapd.baseDn}`,
-    user_filter: '(uid={{username}})',
-    username_attribute: 'uid',
-    email_attribute: 'mail',
-    name_attribute: 'cn',
-    id_attribute: 'entryUUID',
-    group_base: `ou=groups,${slapd.baseDn}`,
-    group_filter: '(member={{dn}})',
-    group_mapping: `${ldapGroups.developers.dn} = ${platform.path} member\n${ldapGroups.admins.dn} = ${platform.path} maintainer`,
-    ...overrides,
-  });
+  const settingsOf = (overrides: Record<string, string> = {}) =>
+    directorySettings(slapd, `${ldapGroups.developers.dn} = ${platform.path} member\n${ldapGroups.admins.dn} = ${platform.path} maintainer`, overrides);
 
   async function directory(overrides: Record<string, string> = {}, input: Partial<ProviderInput> = {}): Promise<SignInProviderRow> {
     const slug = `dir-${unique()}`;

@@ -16,7 +16,7 @@ import { changeRole } from '../../src/services/groups.js';
 import { oauthTokens } from '../helpers/oauth.js';
 import { call } from '../helpers/api.js';
 import { withTwoFactor } from '../helpers/totp.js';
-import { ldapGroups, ldapPeople, startSlapd, type Slapd } from '../helpers/slapd.js';
+import { directorySettings, ldapGroups, ldapPeople, startSlapd, type Slapd } from '../helpers/slapd.js';
 
 /**
  * Signing in with a directory's username and password, against a real OpenLDAP (Debian's slapd)
@@ -52,19 +52,7 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
       name: 'Corp Directory',
       client_id: slapd.serviceDn,
       client_secret: slapd.servicePassword,
-      settings: {
-        url: slapd.ldapsUrl,
-        ca_certificate: slapd.caPem,
-        user_base: `ou=people,${slapd.baseDn}`,
-        user_filter: '(uid={{username}})',
-        username_attribute: 'uid',
-        email_attribute: 'mail',
-        name_attribute: 'cn',
-        id_attribute: 'entryUUID',
-        group_base: `ou=groups,${slapd.baseDn}`,
-        group_filter: '(member={{dn}})',
-        group_mapping: `${ldapGroups.developers.dn} = ${platform.path} member\n${ldapGroups.admins.dn} = ${platform.path} maintainer`,
-      },
+      settings: directorySettings(slapd, `${ldapGroups.developers.dn} = ${platform.path} member\n${ldapGroups.admins.dn} = ${platform.path} maintainer`),
       allow_sign_up: true,
     });
     providerSlug = row.slug;

@@ -397,3 +397,25 @@ export async function startSlapd(): Promise<Slapd> {
     throw err;
   }
 }
+
+/**
+ * A directory sign-in provider's settings for this server, as an administrator would type them
+ * for OpenLDAP (user and group searches under `baseDn`, entryUUID as the unique ID), with
+ * `groupMapping` and any setting in `overrides` changed.
+ */
+export function directorySettings(slapd: Slapd, groupMapping: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    url: slapd.ldapsUrl,
+    ca_certificate: slapd.caPem,
+    user_base: `ou=people,${slapd.baseDn}`,
+    user_filter: '(uid={{username}})',
+    username_attribute: 'uid',
+    email_attribute: 'mail',
+    name_attribute: 'cn',
+    id_attribute: 'entryUUID',
+    group_base: `ou=groups,${slapd.baseDn}`,
+    group_filter: '(member={{dn}})',
+    group_mapping: groupMapping,
+    ...overrides,
+  };
+}

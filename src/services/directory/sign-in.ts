@@ -6,7 +6,7 @@ import { findUserByLogin, type LoginRow } from '../../db/users.js';
 import { AppError, ConflictError } from '../../errors.js';
 import type { KeyCipher } from '../../key-encryption.js';
 import type { Logger } from '../../log.js';
-import type { Metrics } from '../../metrics.js';
+import type { Metrics, UpstreamResult } from '../../metrics.js';
 import { isDisabled } from '../../policies/site.js';
 import { checkDomain, createAccountFromUpstream, identityUsed, linkIdentity, loginRowById, suggestedUsername, UpstreamFailure } from '../federation/flow.js';
 import { directoryKindOf } from '../federation/kinds.js';
@@ -95,7 +95,7 @@ export class DirectorySignIn implements DirectoryCheck {
 
   /** The person the directory vouched for, to an account here. */
   private async signInAs(provider: UpstreamProvider, directory: Directory, entry: DirectoryEntry, ip: string): Promise<DirectoryOutcome> {
-    const refused = (status: number, message: string, result: 'sign_up_closed' | 'no_address' | 'address_unverified' | 'identity_taken' | 'domain_not_allowed' | 'invalid_response'): DirectoryOutcome => {
+    const refused = (status: number, message: string, result: UpstreamResult): DirectoryOutcome => {
       this.deps.metrics.upstreamSignIn(provider.slug, result);
       return { outcome: 'refused', status, message };
     };
@@ -109,7 +109,7 @@ export class DirectorySignIn implements DirectoryCheck {
       checkDomain(provider, profile);
       user = await this.accountOf(provider, profile, ip);
     } catch (err) {
-      if (err instanceof UpstreamFailure) return refused(err.status, err.message, err.reason as 'sign_up_closed');
+      if (err instanceof UpstreamFailure) return refused(err.status, err.message, err.reason);
       if (err instanceof AppError && err.status < 500) return refused(err.status, err.message, 'sign_up_closed');
       throw err;
     }
