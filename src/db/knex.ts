@@ -85,6 +85,8 @@ export function requireSqliteDriver(pkg: string = sqliteDriverPackage()): unknow
 }
 
 type KnexClientClass = new (config: Knex.Config) => Knex.Client;
+/** knex's SQLite transaction class (not in its typings): begin() issues BEGIN; query() runs on the transaction's connection. */
+type SqliteTransactionClass = new (client: unknown, ...args: unknown[]) => { query(conn: unknown, sql: string): unknown };
 let sqliteClientClass: KnexClientClass | undefined;
 
 /** knex's better-sqlite3 dialect, loading the driver `sqliteDriverPackage` names. */
@@ -93,6 +95,20 @@ function sqliteClient(): KnexClientClass {
     // knex has no public way to hand a dialect its driver module but to subclass the dialect.
     const Dialect = require('knex/lib/dialects/better-sqlite3/index.js') as KnexClientClass;
     const driver = requireSqliteDriver();
+    const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as SqliteTransactionClass;
+    /**
+     * Transactions begin IMMEDIATE: they take SQLite's write lock at BEGIN, waiting for it as long as
+     * busy_timeout allows. A plain (deferred) BEGIN takes it only at the first write, and in WAL mode
+     * a transaction that has read and then finds another process (`idp` beside the running
+     * service) committed in between cannot take it at all: SQLITE_BUSY at once, without waiting
+     * ("database is locked"). Within one process the pool of one connection queues transactions
+     * anyway, so nothing waits longer than it did.
+     */
+    class ImmediateTransaction extends SqliteTransaction {
+      begin(conn: unknown): unknown {
+        return this.query(conn, 'BEGIN IMMEDIATE;');
+      }
+    }
     sqliteClientClass = class extends Dialect {
       constructor(config: Knex.Config) {
         // Named as the dialect it is, for whoever reads `client.config.client` (rate-limiter-flexible
@@ -102,6 +118,10 @@ function sqliteClient(): KnexClientClass {
 
       _driver(): unknown {
         return driver;
+      }
+
+      override transaction(...args: Parameters<Knex.Client['transaction']>): ReturnType<Knex.Client['transaction']> {
+        return new ImmediateTransaction(this, ...args) as unknown as ReturnType<Knex.Client['transaction']>;
       }
     };
   }
