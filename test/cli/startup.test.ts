@@ -6,16 +6,17 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { freePort, listen } from '../helpers/app.js';
 import type { Run } from '../helpers/cli.js';
+import { nodeArgsFor } from '../helpers/processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Node's own notice on runtimes oidc-provider does not list; not the server's output. */
 const RUNTIME_NOTICE = /^oidc-provider WARNING: Unsupported runtime.*$/gm;
 
-/** Runs `script` (the server's entry point, or the demo) with tsx, as `npm start` runs the compiled one. */
+/** Runs `script` (the server's entry point, or the demo), as nodeArgsFor says. */
 function run(script: string, args: string[], env: Record<string, string>, until?: (output: string) => boolean): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    const child = spawn(process.execPath, [...nodeArgsFor(script), ...args], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'development', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

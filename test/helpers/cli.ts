@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { TEST_DATABASE_POOLING } from './db.js';
+import { nodeArgsFor } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -17,7 +18,7 @@ export interface Run {
  */
 export function idp(url: string, args: string[], stdin = '', env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ...(url.startsWith('sqlite:') ? {} : { DATABASE_POOLING: TEST_DATABASE_POOLING }), ...env } }, (err, stdout, stderr) =>
+    const child = execFile(process.execPath, [...nodeArgsFor('src/cli/index.ts'), ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url, ...(url.startsWith('sqlite:') ? {} : { DATABASE_POOLING: TEST_DATABASE_POOLING }), ...env } }, (err, stdout, stderr) =>
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
     child.stdin!.on('error', () => {}); // the CLI may exit before reading what we pipe

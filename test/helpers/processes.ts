@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 
 /**
@@ -15,4 +18,21 @@ export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<vo
     child.kill('SIGKILL');
     await gone;
   }
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * The node arguments that run one of the service's sources (`src/index.ts`, `src/cli/index.ts`):
+ * through tsx, or, with TEST_RUN_BUILD=1, its compiled file under dist/ as `npm start` and
+ * `npm run idp` run it. CI sets it right after `npm run build`, so the code is the same and each
+ * start skips compiling it (a few seconds on a small machine, for each of the hundreds of `idp`
+ * runs); a missing build fails the test, saying so, rather than running something else. Other
+ * scripts (tests' own helpers, scripts/) always run through tsx.
+ */
+export function nodeArgsFor(source: string): string[] {
+  if (process.env.TEST_RUN_BUILD !== '1' || !/^src\/.*\.ts$/.test(source)) return ['--import', 'tsx', source];
+  const compiled = `dist/${source.replace(/\.ts$/, '.js')}`;
+  if (!existsSync(join(ROOT, compiled))) throw new Error(`TEST_RUN_BUILD=1 but ${compiled} is missing: run npm run build first`);
+  return [compiled];
 }

@@ -10,6 +10,7 @@ import { freshDatabase, TEST_DATABASE_URL, TEST_REDIS_URL, type TestDatabase } f
 import { makeClient, makeUser, personalToken, type Client } from '../helpers/factories.js';
 import { errorMessage } from '../helpers/html.js';
 import { authorize, authorizeUrl, basicAuth, discovery, oauthTokens } from '../helpers/oauth.js';
+import { nodeArgsFor } from '../helpers/processes.js';
 import { scanKeys } from '../helpers/redis-topologies.js';
 
 /**
@@ -48,7 +49,7 @@ describe('two instances sharing PostgreSQL and Redis', function () {
     issuer = `http://127.0.0.1:${ports[0]}`;
     for (const port of ports) {
       const index = outputs.push('') - 1;
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+      const child = spawn(process.execPath, nodeArgsFor('src/index.ts'), {
         env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ISSUER: issuer, DATABASE_URL: database.url, DATABASE_POOLING: database.pooling, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'warn', NODE_ENV: 'test' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -14,6 +14,7 @@ import { Browser } from '../helpers/browser.js';
 import { freshDatabase, TEST_REDIS_URL, type Profile, type TestDatabase } from '../helpers/db.js';
 import { makeClient, makeUser } from '../helpers/factories.js';
 import { authorize, oauthTokens, refresh, tokenRequest } from '../helpers/oauth.js';
+import { nodeArgsFor } from '../helpers/processes.js';
 
 /**
  * The server as `npm start` runs it (its entry point, with tsx), stopped by signals the way a
@@ -35,7 +36,7 @@ interface Server {
 /** Starts src/index.ts on `port` and waits until it listens. */
 async function startServer(database: TestDatabase, profile: Profile, port: number, mailDir: string, env: Record<string, string> = {}): Promise<Server> {
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/index.ts'], {
+  const child = spawn(process.execPath, nodeArgsFor('src/index.ts'), {
     cwd: ROOT,
     env: {
       ...process.env,
