@@ -12,14 +12,9 @@ import { setSiteAdmin } from '../../src/services/admin.js';
 import { setClientRegistration } from '../../src/services/client-registration/settings.js';
 import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeApp, makeGroup, makeUser } from '../../test/helpers/factories.js';
-import { takeScreenshots } from './session.js';
+import { CLI, DESKTOP_AND_PHONE, takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
-const SIZES = [
-  { suffix: '', viewport: { width: 1200, height: 720 } },
-  { suffix: '-phone', viewport: { width: 390, height: 844 } },
-];
-const CLI = { userId: 0, ip: null, admin: true };
 
 takeScreenshots(async (idp, chromium) => {
   const db = idp.idp.db;
@@ -41,7 +36,7 @@ takeScreenshots(async (idp, chromium) => {
   });
 
   const files: string[] = [];
-  for (const { suffix, viewport } of SIZES) {
+  for (const { suffix, viewport } of DESKTOP_AND_PHONE) {
     const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
     try {
       const page = await context.newPage();

@@ -14,14 +14,9 @@ import { createProvider, setProviderDisabled } from '../../src/services/federati
 import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeUser } from '../../test/helpers/factories.js';
 import { TEST_KIND } from '../../test/federation/admin-test-kind.js';
-import { takeScreenshots } from './session.js';
+import { CLI, DESKTOP_AND_PHONE, takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
-const SIZES = [
-  { suffix: '', viewport: { width: 1200, height: 720 } },
-  { suffix: '-phone', viewport: { width: 390, height: 844 } },
-];
-const CLI = { userId: 0, ip: null, admin: true };
 
 // A build without the OpenID Connect kind yet shows the same pages with a stand-in of its name and issuer setting.
 if (!kindOf('oidc')) upstreamKinds.oidc = { ...TEST_KIND, kind: 'oidc', label: 'OpenID Connect', settings: TEST_KIND.settings.slice(0, 1) };
@@ -47,7 +42,7 @@ takeScreenshots(async (idp, chromium) => {
   }
 
   const files: string[] = [];
-  for (const { suffix, viewport } of SIZES) {
+  for (const { suffix, viewport } of DESKTOP_AND_PHONE) {
     const context = await chromium.newContext({ viewport, deviceScaleFactor: 1 });
     try {
       const page = await context.newPage();

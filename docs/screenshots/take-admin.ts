@@ -10,14 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { disableUser, setSiteAdmin } from '../../src/services/admin.js';
 import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeUser } from '../../test/helpers/factories.js';
-import { takeScreenshots } from './session.js';
+import { CLI, takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
 const SIZES = [
   { file: 'admin-users.png', viewport: { width: 1200, height: 720 } },
   { file: 'admin-users-phone.png', viewport: { width: 390, height: 844 } },
 ];
-const CLI = { userId: 0, ip: null, admin: true };
 
 const PEOPLE = [
   ['ada', 'Ada Lovelace'],

@@ -15,15 +15,10 @@ import { createProvider } from '../../src/services/federation/manage.js';
 import { createGroup } from '../../src/services/groups.js';
 import { signInThroughPage } from '../../test/e2e/support.js';
 import { makeUser } from '../../test/helpers/factories.js';
-import { ldapGroups, ldapPeople, startSlapd } from '../../test/helpers/slapd.js';
-import { takeScreenshots } from './session.js';
+import { directorySettings, ldapGroups, ldapPeople, startSlapd } from '../../test/helpers/slapd.js';
+import { CLI, DESKTOP_AND_PHONE, takeScreenshots } from './session.js';
 
 const OUT = fileURLToPath(new URL('.', import.meta.url));
-const SIZES = [
-  { suffix: '', viewport: { width: 1200, height: 720 } },
-  { suffix: '-phone', viewport: { width: 390, height: 844 } },
-];
-const CLI = { userId: 0, ip: null, admin: true };
 
 takeScreenshots(async (idp, chromium) => {
   const db = idp.idp.db;
@@ -34,17 +29,12 @@ takeScreenshots(async (idp, chromium) => {
     await createGroup(db, { userId: ada.id, ip: null }, { name: 'Platform', path: 'platform' });
     await createProvider({ db, cipher: undefined }, CLI, {
       kind: 'ldap', slug: 'corp', name: 'Corp directory', client_id: slapd.serviceDn, client_secret: slapd.servicePassword,
-      settings: {
-        url: slapd.ldapsUrl, ca_certificate: slapd.caPem, user_base: `ou=people,${slapd.baseDn}`, user_filter: '(uid={{username}})',
-        username_attribute: 'uid', email_attribute: 'mail', name_attribute: 'cn', id_attribute: 'entryUUID',
-        group_base: `ou=groups,${slapd.baseDn}`, group_filter: '(member={{dn}})',
-        group_mapping: `${ldapGroups.developers.dn} = platform member\n${ldapGroups.admins.dn} = platform maintainer`,
-      },
+      settings: directorySettings(slapd, `${ldapGroups.developers.dn} = platform member\n${ldapGroups.admins.dn} = platform maintainer`),
       allow_sign_up: true,
     });
 
     const files: string[] = [];
-    for (const { suffix, viewport } of SIZES) {
+    for (const { suffix, viewport } of DESKTOP_AND_PHONE) {
       const shot = async (page: Page, name: string) => {
         await page.screenshot({ path: join(OUT, `${name}${suffix}.png`), fullPage: true });
         files.push(`${name}${suffix}.png`);

@@ -8,11 +8,10 @@ import { noMetrics } from '../metrics.js';
 import { presentSignInProvider } from '../presenters/sign-in-provider.js';
 import type { Actor } from '../services/context.js';
 import type { CheckResult } from '../services/directory/check.js';
-import { fillFilter } from '../services/directory/connection.js';
-import { testConnection, testUser, type UserTest } from '../services/directory/probe.js';
+import { filterSent, testConnection, testUser, type UserTest } from '../services/directory/probe.js';
 import { directoryKindOf, kindOf } from '../services/federation/kinds.js';
-import { USERNAME_PLACEHOLDER } from '../services/federation/ldap.js';
 import { openProvider } from '../services/federation/providers.js';
+import { MAX_LOGIN_LENGTH } from '../services/rules.js';
 import type { ProviderKind } from '../services/federation/upstream.js';
 import {
   availableKinds,
@@ -50,8 +49,6 @@ const COMMON_STRINGS = ['slug', 'name', 'client-id', 'client-secret', 'scopes', 
 const CA_FILE_FLAG = 'ca-certificate-file';
 /** The largest CA file read: a PEM bundle of several certificates, far more than the setting keeps. */
 const MAX_CA_FILE_BYTES = 1024 * 1024;
-/** The longest username `provider test --user` takes: the sign-in form's longest login. */
-const MAX_TEST_USERNAME = 254;
 const SWITCHES = ['allow-sign-up', 'trust-mfa'] as const;
 
 /** The service's field each common flag fills, so that an error names the flag typed. */
@@ -318,11 +315,11 @@ async function providerTest(ctx: CommandContext): Promise<CommandResult> {
   }
   const username = typed.trim();
   if (!username) throw new UsageError('--user: a username is required, as people type it on the sign-in page');
-  if (username.length > MAX_TEST_USERNAME) throw new UsageError(`--user must be at most ${MAX_TEST_USERNAME} characters`);
+  // No longer than the sign-in form takes.
+  if (username.length > MAX_LOGIN_LENGTH) throw new UsageError(`--user must be at most ${MAX_LOGIN_LENGTH} characters`);
   if (hasControlCharacter(username)) throw new UsageError('--user must not contain control characters');
   const result = await testUser(provider, username);
-  // The filter as it was sent: the typed username in it, escaped as a sign-in escapes it.
-  const filter = fillFilter(result.ok ? result.filter : (provider.settings.user_filter ?? ''), USERNAME_PLACEHOLDER, username);
+  const filter = filterSent(provider, result, username);
   const json = { slug: row.slug, username, filter, user: result };
   if (!result.ok) return { json, text: `${row.slug}: the directory could not be used (${result.reason}): ${result.message}`, exitCode: EXIT_FAULT };
   if (!result.found) {

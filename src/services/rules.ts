@@ -17,10 +17,13 @@ export const username = z
   .max(39, 'username must be 2–39 characters')
   .regex(/^[a-zA-Z0-9\-_.]+$/, 'username may contain only ASCII letters, digits, "-", "_" and "."');
 
+/** The longest e-mail address (RFC 5321's path limit), and so the longest login a sign-in form takes. */
+export const MAX_LOGIN_LENGTH = 254;
+
 export const email = z
   .string({ error: 'email is required' })
   .trim()
-  .max(254, 'email must be at most 254 characters')
+  .max(MAX_LOGIN_LENGTH, `email must be at most ${MAX_LOGIN_LENGTH} characters`)
   .pipe(z.email('email must be a valid email address'));
 
 export const personName = z.string().trim().max(100, 'name must be at most 100 characters').default('');

@@ -111,10 +111,10 @@ export async function signIn(deps: SignInDeps, attempt: { login: string; passwor
   const { db, limits, kdf } = deps;
   const login = attempt.login.trim();
   const { password, ip } = attempt;
-  const plausible = login && password && login.length <= 254 && password.length <= 1024;
+  const plausible = login && password && login.length <= rules.MAX_LOGIN_LENGTH && password.length <= 1024;
   const user = plausible ? await findUserByLogin(db, login) : undefined;
   // One account is one key whichever name it was given by; an unknown name is a key of its own.
-  const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, 254)}`;
+  const account = user ? `user:${user.id}` : `login:${login.toLowerCase().slice(0, rules.MAX_LOGIN_LENGTH)}`;
   const counted = await limits.beforeSignIn(account, ip);
   const usable = user && hasPassword(user.password_hash) ? user.password_hash : undefined;
   // Asked only when this service's own password cannot sign the person in: a local sign-in costs no query more.

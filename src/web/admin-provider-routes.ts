@@ -5,8 +5,7 @@ import type { SignInProviderRow } from '../db/sign-in-providers.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { presentSignInProvider } from '../presenters/sign-in-provider.js';
 import type { CheckResult } from '../services/directory/check.js';
-import { fillFilter } from '../services/directory/connection.js';
-import { testConnection, testUser, type ConnectionTest, type UserTest } from '../services/directory/probe.js';
+import { filterSent, testConnection, testUser, type ConnectionTest, type UserTest } from '../services/directory/probe.js';
 import {
   availableKinds,
   callbackUrl,
@@ -20,8 +19,8 @@ import {
   type ProviderInput,
 } from '../services/federation/manage.js';
 import { directoryKindOf, kindOf } from '../services/federation/kinds.js';
-import { USERNAME_PLACEHOLDER } from '../services/federation/ldap.js';
 import { openProvider } from '../services/federation/providers.js';
+import { MAX_LOGIN_LENGTH } from '../services/rules.js';
 import type { ProviderKind } from '../services/federation/upstream.js';
 import { actorOf, formFields, type WebDeps } from './context.js';
 import { formErrors, formStatus } from './form-errors.js';
@@ -50,9 +49,6 @@ const notice = (ctx: Context, t: Translate, directory = false): string | null =>
   if (!NOTICES.has(key)) return null;
   return t(`admin:providerNotices.${directory && key === 'added' ? 'addedDirectory' : key}`);
 };
-
-/** The longest username Test a user takes: the sign-in form's longest login. */
-const MAX_TEST_USERNAME = 254;
 
 /** A multi-line setting's box (a CA certificate, a group mapping): as long as the longest value the kind takes. */
 const MULTILINE_MAX = 20_000;
@@ -144,7 +140,8 @@ function newValues(kind: ProviderKind): Record<string, string | boolean> {
 function testUsername(typed: string | undefined, t: Translate): { username: string } | { error: string } {
   const username = (typed ?? '').trim();
   if (!username) return { error: t('admin:directory.usernameRequired') };
-  if (username.length > MAX_TEST_USERNAME) return { error: t('admin:directory.usernameTooLong', { max: MAX_TEST_USERNAME }) };
+  // No longer than the sign-in form takes.
+  if (username.length > MAX_LOGIN_LENGTH) return { error: t('admin:directory.usernameTooLong', { max: MAX_LOGIN_LENGTH }) };
   if (hasControlCharacter(username)) return { error: t('admin:directory.usernameControl') };
   return { username };
 }
@@ -278,10 +275,8 @@ export function adminProviderRoutes(router: Router, deps: WebDeps): void {
     }
     const provider = openProvider(row, deps.cipher);
     const result = await testUser(provider, checked.username);
-    // The filter as it was sent: the typed username in it, escaped as a sign-in escapes it.
-    const filter = fillFilter(result.ok ? result.filter : (provider.settings.user_filter ?? ''), USERNAME_PLACEHOLDER, checked.username);
     await renderProvider(ctx, row, {
-      user: { username: checked.username, filter, base: provider.settings.user_base ?? '', result },
+      user: { username: checked.username, filter: filterSent(provider, result, checked.username), base: provider.settings.user_base ?? '', result },
       values: { username: checked.username },
     });
   });

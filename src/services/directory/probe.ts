@@ -1,6 +1,6 @@
-import { DN_PLACEHOLDER } from '../federation/ldap.js';
+import { DN_PLACEHOLDER, USERNAME_PLACEHOLDER } from '../federation/ldap.js';
 import type { UpstreamProvider } from '../federation/upstream.js';
-import { Directory, DirectoryUnavailable, directorySettingsOf, type UnavailableReason } from './connection.js';
+import { Directory, DirectoryUnavailable, directorySettingsOf, fillFilter, type UnavailableReason } from './connection.js';
 import { mappedRoles } from './groups.js';
 
 /**
@@ -69,4 +69,9 @@ export function testUser(provider: UpstreamProvider, username: string): Promise<
       mapped: [...mappedRoles(directory.settings.groupMapping, groups)].map(([group, role]) => ({ group, role: role ?? null })),
     };
   });
+}
+
+/** The user filter Test a user sent for `username`: the typed username in it, escaped as a sign-in escapes it (the saved filter's, when the directory could not be asked). */
+export function filterSent(provider: UpstreamProvider, result: UserTest, username: string): string {
+  return fillFilter(result.ok ? result.filter : (provider.settings.user_filter ?? ''), USERNAME_PLACEHOLDER, username);
 }
