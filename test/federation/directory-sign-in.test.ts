@@ -336,6 +336,23 @@ describeEachProfile('Sign-in with a directory (LDAP)', (profile) => {
     expect((await findUserByUsername(idp.db, 'erin-here'))!.disabled_at).to.not.equal(null);
   });
 
+  it('checks a directory once an interval, whichever of 16 instances asks at the same moment, and again once the interval has passed', async () => {
+    const due = (checkedAt: string | null) => idp.db('sign_in_providers').where({ slug: providerSlug }).update({ checked_at: checkedAt });
+    const checked = (results: Array<{ provider: string }>) => results.map((r) => r.provider);
+    await due(null);
+    const instances = Array.from({ length: 16 }, () => directoryService());
+    try {
+      expect(checked((await Promise.all(instances.map((instance) => instance.checkDue(900)))).flat())).to.deep.equal([providerSlug]);
+      expect(checked(await instances[0]!.checkDue(900))).to.deep.equal([]);
+      await due(new Date(Date.now() - 899_000).toISOString());
+      expect(checked(await instances[1]!.checkDue(900))).to.deep.equal([]);
+      await due(new Date(Date.now() - 901_000).toISOString());
+      expect(checked(await instances[2]!.checkDue(900))).to.deep.equal([providerSlug]);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.close()));
+    }
+  });
+
   it('changes nothing at the check while the directory is down, nor when it finds none of its people (a wrong search base)', async () => {
     const directories = directoryService();
     try {
