@@ -231,7 +231,12 @@ describe('Graceful shutdown', function () {
       const afterSignal = answers.filter((answer) => answer.at > signalled);
       // Most sign-ins were still hashing when the signal came: a drain that waited for nothing would fail here.
       expect(afterSignal.length, `answered after the signal: ${afterSignal.length}`).to.be.greaterThan(25);
-      for (const answer of afterSignal) expect(answer.connection, 'a keep-alive connection answered during the drain closes').to.equal('close');
+      // Answered during the drain: its connection closes. An answer already on its way when the server
+      // took the signal keeps the keep-alive it was sent with (the server closes that connection once
+      // it is idle), and with one hashing slot at most one sign-in is answered at a time, so at most
+      // one of those arriving after the signal was already on its way.
+      const keptAlive = afterSignal.filter((answer) => answer.connection !== 'close');
+      expect(keptAlive.length, `answered after the signal with Connection: ${keptAlive.map((a) => a.connection).join(', ')}`).to.be.at.most(1);
 
       expect(code, idp.output()).to.equal(0);
       const stopped = stoppedLine(idp);
